@@ -1,0 +1,43 @@
+# Compiler settings shared by every memplan target: warnings, kept assertions, sanitizers.
+include(GNUInstallDirs)
+
+if(MEMPLAN_KEEP_ASSERTS)
+  # Release keeps its optimisation level but not -DNDEBUG: our invariants stay checked.
+  foreach(lang CXX CUDA)
+    foreach(config RELEASE RELWITHDEBINFO MINSIZEREL)
+      if(DEFINED CMAKE_${lang}_FLAGS_${config})
+        string(REPLACE "-DNDEBUG" "" CMAKE_${lang}_FLAGS_${config} "${CMAKE_${lang}_FLAGS_${config}}")
+      endif()
+    endforeach()
+  endforeach()
+endif()
+
+if(MEMPLAN_SANITIZE)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=undefined>)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# memplan_defaults(target): warnings as the project wants them on its own code.
+function(memplan_defaults target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -Wno-missing-field-initializers>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall --expt-relaxed-constexpr>)
+endfunction()
+
+# memplan_add_layer(NAME sources...): one static library per layer, memplan_NAME, exported for
+# find_package and linked by the umbrella target. Dependencies between layers are declared by
+# each layer's own CMakeLists.txt with target_link_libraries, so they are easy to audit.
+function(memplan_add_layer name)
+  set(target memplan_${name})
+  add_library(${target} STATIC ${ARGN})
+  add_library(memplan::${name} ALIAS ${target})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  memplan_defaults(${target})
+  set_property(GLOBAL APPEND PROPERTY MEMPLAN_LAYER_TARGETS ${target})
+endfunction()
