@@ -1,0 +1,154 @@
+// The persistent pool: long-lived allocations (pause scopes, learned rogue sites) carved from an
+// arena of their own. Best fit over TLSF size classes with immediate coalescing and 256-byte
+// alignment, so a small allocation costs near its own size, never a chunk. The bookkeeping is all
+// on the host (device memory holds no headers). When nothing fits, the arena maps more chunks at
+// its top and the top free block grows into them; trim() hands whole free chunks at the top back.
+//
+// allocate()/deallocate() below are the hot path: inline, no backend call, no system allocation
+// in the steady state. Growth, errors and statistics are out of line.
+//
+// Thread safety: none inside, like Arena; the runtime calls it from its step thread. deallocate()
+// makes memory reusable at once: callers free only what no queued work still touches.
+#pragma once
+
+#include "memplan/arena/arena.hpp"
+#include "memplan/arena/detail/block_store.hpp"
+#include "memplan/arena/detail/free_lists.hpp"
+#include "memplan/arena/detail/live_table.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace memplan::arena {
+
+struct PoolOptions {
+  std::size_t reserve_bytes = 64 * kGiB;  // address space only; physical memory comes by chunks
+  std::size_t chunk_bytes = 64 * kMiB;
+  std::string name = "persistent pool";
+};
+
+struct PoolStats {
+  std::size_t live_allocations = 0;
+  std::size_t allocated_bytes = 0;  // sum of live sizes, each rounded up to 256
+  std::size_t free_bytes = 0;       // mapped but not allocated
+  std::size_t largest_free_block = 0;
+  std::size_t mapped_bytes = 0;
+  std::size_t reserved_bytes = 0;
+  std::size_t blocks = 0;           // live and free, as the pool tracks them
+};
+
+class PersistentPool {
+ public:
+  static constexpr std::size_t kAlignment = 256;
+  // Anything larger is a bug (a negative size cast to size_t, say): InvalidArgument, not OOM.
+  static constexpr std::size_t kMaxRequestBytes = std::size_t{1} << 47;
+
+  PersistentPool(PhysicalBackend& backend, PoolOptions options = {});
+  PersistentPool(const PersistentPool&) = delete;
+  PersistentPool& operator=(const PersistentPool&) = delete;
+  ~PersistentPool();  // logs allocations still live; the arena then unmaps everything
+
+  // `bytes` rounded up to 256, aligned to 256. Throws InvalidArgument for 0 or absurd sizes and
+  // OutOfMemory (requested, mapped, reserved, free) when the arena cannot grow; the pool stays
+  // usable after either.
+  void* allocate(std::size_t bytes) {
+    if (bytes - 1 >= kMaxRequestBytes) [[unlikely]] throw_bad_size(bytes);
+    const std::uint64_t size = (bytes + (kAlignment - 1)) & ~std::uint64_t{kAlignment - 1};
+    std::uint32_t b = free_.find(blocks_, size);
+    if (b == detail::kNone) [[unlikely]] b = grow_for(size);
+    return take(b, size);
+  }
+
+  // Frees what allocate() returned; nullptr is ignored. A pointer not from this pool throws
+  // ForeignPointer, one already freed DoubleFree.
+  void deallocate(void* p) {
+    if (p == nullptr) return;
+    const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(p) - base_;
+    if (offset >= arena_.reserved_bytes()) [[unlikely]] throw_bad_pointer(p);
+    const std::uint32_t b = live_.take(offset);
+    if (b == detail::kNone) [[unlikely]] throw_bad_pointer(p);
+    give_back(b);
+  }
+
+  // The usable size of a live allocation (its request rounded up to 256); throws like deallocate.
+  std::size_t size_of(const void* p) const;
+  bool owns(const void* p) const noexcept { return arena_.contains(p); }
+
+  // Unmaps the whole chunks that are free at the top of the pool; returns the bytes unmapped.
+  std::size_t trim();
+
+  PoolStats stats() const;
+  Arena& arena() noexcept { return arena_; }
+  const Arena& arena() const noexcept { return arena_; }
+
+ private:
+  void* take(std::uint32_t b, std::uint64_t size) {
+    free_.remove(blocks_, b);
+    const std::uint64_t rest = blocks_[b].size - size;
+    if (rest != 0) split(b, size, rest);
+    const std::uint64_t offset = blocks_[b].offset;
+    live_.insert(offset, b);
+    ++live_count_;
+    allocated_ += size;
+    return reinterpret_cast<void*>(base_ + offset);
+  }
+
+  void split(std::uint32_t b, std::uint64_t size, std::uint64_t rest) {
+    const std::uint32_t r = blocks_.make();  // may move blocks_: index, don't hold references
+    detail::Block& tail = blocks_[r];
+    detail::Block& head = blocks_[b];
+    tail.offset = head.offset + size;
+    tail.size = rest;
+    tail.prev_phys = b;
+    tail.next_phys = head.next_phys;
+    if (head.next_phys != detail::kNone) blocks_[head.next_phys].prev_phys = r;
+    else top_ = r;
+    head.next_phys = r;
+    head.size = size;
+    free_.insert(blocks_, r);
+  }
+
+  void give_back(std::uint32_t b) {
+    --live_count_;
+    allocated_ -= blocks_[b].size;
+    const std::uint32_t next = blocks_[b].next_phys;
+    if (next != detail::kNone && blocks_[next].free) absorb_next(b, next);
+    const std::uint32_t prev = blocks_[b].prev_phys;
+    if (prev != detail::kNone && blocks_[prev].free) {
+      absorb_next(prev, b);  // b is not in a free list: only prev needs to leave and come back
+      b = prev;
+    }
+    free_.insert(blocks_, b);
+  }
+
+  // Merges `next` (its right neighbour) into `b`; whichever of them is in a free list leaves it.
+  void absorb_next(std::uint32_t b, std::uint32_t next) {
+    if (blocks_[b].free) free_.remove(blocks_, b);
+    if (blocks_[next].free) free_.remove(blocks_, next);
+    detail::Block& blk = blocks_[b];
+    const detail::Block& nxt = blocks_[next];
+    blk.size += nxt.size;
+    blk.next_phys = nxt.next_phys;
+    if (nxt.next_phys != detail::kNone) blocks_[nxt.next_phys].prev_phys = b;
+    else top_ = b;
+    blocks_.drop(next);
+  }
+
+  std::uint32_t grow_for(std::uint64_t size);
+  [[noreturn]] void throw_bad_size(std::size_t bytes) const;
+  [[noreturn]] void throw_bad_pointer(const void* p) const;
+  [[noreturn]] void throw_oom(std::size_t requested, const std::string& cause);
+  std::uint32_t block_containing(std::uint64_t offset) const noexcept;
+
+  Arena arena_;
+  std::uintptr_t base_ = 0;
+  detail::BlockStore blocks_;
+  detail::FreeLists free_;
+  detail::LiveTable live_;
+  std::uint32_t top_ = detail::kNone;  // the block that ends at mapped_bytes()
+  std::size_t live_count_ = 0;
+  std::size_t allocated_ = 0;
+};
+
+}  // namespace memplan::arena

@@ -1,0 +1,148 @@
+// The CUDA VMM backend. Every driver call goes through check(), which names the call and the
+// CUresult; CUDA_ERROR_OUT_OF_MEMORY becomes OutOfMemory so the arena can add its numbers.
+#include "memplan/arena/cuda_vmm_backend.hpp"
+
+#include "cuda_driver.hpp"
+#include "memplan/error.hpp"
+#include "memplan/log.hpp"
+
+#include <fmt/format.h>
+
+namespace memplan::arena {
+namespace {
+
+using detail::CudaDriver;
+
+CUmemAllocationProp chunk_properties(int device) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  return prop;
+}
+
+CUdeviceptr dptr(void* va) { return reinterpret_cast<CUdeviceptr>(va); }
+
+}  // namespace
+
+bool CudaVmmBackend::available() noexcept {
+  if (!CudaDriver::loaded()) return false;
+  int count = 0;
+  return CudaDriver::get().DeviceGetCount(&count) == CUDA_SUCCESS && count > 0;
+}
+
+CudaVmmBackend::CudaVmmBackend(CudaVmmOptions options) : options_(options) {
+  const CudaDriver& d = CudaDriver::get();
+  int count = 0;
+  d.check(d.DeviceGetCount(&count), "cuDeviceGetCount");
+  if (options_.device < 0 || options_.device >= count)
+    throw InvalidArgument(fmt::format("cuda-vmm backend: device {} does not exist ({} devices)", options_.device, count));
+  CUdevice dev = 0;
+  d.check(d.DeviceGet(&dev, options_.device), "cuDeviceGet");
+  CUcontext ctx = nullptr;
+  d.check(d.DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  context_ = ctx;
+  try {
+    bind();
+    const CUmemAllocationProp prop = chunk_properties(options_.device);
+    d.check(d.MemGetAllocationGranularity(&granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            "cuMemGetAllocationGranularity");
+  } catch (...) {
+    d.DevicePrimaryCtxRelease(dev);
+    throw;
+  }
+}
+
+CudaVmmBackend::~CudaVmmBackend() {
+  const CudaDriver& d = CudaDriver::get();
+  CUdevice dev = 0;
+  if (d.DeviceGet(&dev, options_.device) == CUDA_SUCCESS) d.DevicePrimaryCtxRelease(dev);
+}
+
+void CudaVmmBackend::bind() const {
+  const CudaDriver& d = CudaDriver::get();
+  CUcontext current = nullptr;
+  d.check(d.CtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (current == nullptr) d.check(d.CtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
+}
+
+void* CudaVmmBackend::do_reserve_va(std::size_t bytes) {
+  const CudaDriver& d = CudaDriver::get();
+  bind();
+  CUdeviceptr va = 0;
+  d.check(d.MemAddressReserve(&va, bytes, granularity_, 0, 0), "cuMemAddressReserve");
+  return reinterpret_cast<void*>(va);
+}
+
+void CudaVmmBackend::do_free_va(void* va, std::size_t bytes) {
+  const CudaDriver& d = CudaDriver::get();
+  d.check(d.MemAddressFree(dptr(va), bytes), "cuMemAddressFree");
+}
+
+ChunkHandle CudaVmmBackend::do_create_chunk(std::size_t bytes) {
+  const CudaDriver& d = CudaDriver::get();
+  bind();
+  const CUmemAllocationProp prop = chunk_properties(options_.device);
+  CUmemGenericAllocationHandle handle = 0;
+  d.check(d.MemCreate(&handle, bytes, &prop, 0), "cuMemCreate");
+  return static_cast<ChunkHandle>(handle);
+}
+
+void CudaVmmBackend::do_release_chunk(ChunkHandle chunk) {
+  const CudaDriver& d = CudaDriver::get();
+  d.check(d.MemRelease(static_cast<CUmemGenericAllocationHandle>(chunk)), "cuMemRelease");
+}
+
+void CudaVmmBackend::do_map(void* va, std::size_t bytes, ChunkHandle chunk) {
+  const CudaDriver& d = CudaDriver::get();
+  d.check(d.MemMap(dptr(va), bytes, 0, static_cast<CUmemGenericAllocationHandle>(chunk), 0), "cuMemMap");
+}
+
+void CudaVmmBackend::do_set_access(void* va, std::size_t bytes) {
+  const CudaDriver& d = CudaDriver::get();
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = options_.device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  d.check(d.MemSetAccess(dptr(va), bytes, &access, 1), "cuMemSetAccess");
+}
+
+void CudaVmmBackend::do_unmap(void* va, std::size_t bytes) {
+  const CudaDriver& d = CudaDriver::get();
+  d.check(d.MemUnmap(dptr(va), bytes), "cuMemUnmap");
+}
+
+FenceHandle CudaVmmBackend::do_create_fence(StreamRef) {
+  const CudaDriver& d = CudaDriver::get();
+  bind();
+  CUevent event = nullptr;
+  d.check(d.EventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  return reinterpret_cast<FenceHandle>(event);
+}
+
+void CudaVmmBackend::do_record_fence(FenceHandle fence, StreamRef stream) {
+  const CudaDriver& d = CudaDriver::get();
+  d.check(d.EventRecord(reinterpret_cast<CUevent>(fence), static_cast<CUstream>(stream.native)), "cuEventRecord");
+}
+
+void CudaVmmBackend::do_wait_fence(FenceHandle fence) {
+  const CudaDriver& d = CudaDriver::get();
+  d.check(d.EventSynchronize(reinterpret_cast<CUevent>(fence)), "cuEventSynchronize");
+}
+
+void CudaVmmBackend::do_destroy_fence(FenceHandle fence) {
+  const CudaDriver& d = CudaDriver::get();
+  d.check(d.EventDestroy(reinterpret_cast<CUevent>(fence)), "cuEventDestroy");
+}
+
+std::size_t CudaVmmBackend::do_free_bytes() {
+  const CudaDriver& d = CudaDriver::get();
+  bind();
+  std::size_t free = 0;
+  std::size_t total = 0;
+  d.check(d.MemGetInfo(&free, &total), "cuMemGetInfo");
+  return free;
+}
+
+}  // namespace memplan::arena

@@ -1,0 +1,62 @@
+#include "memplan/arena/logging_backend.hpp"
+
+#include "memplan/log.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+namespace memplan::arena {
+
+void* LoggingBackend::do_reserve_va(std::size_t bytes) {
+  void* va = upstream_.reserve_va(bytes);
+  logger().debug("{}: reserve_va({}) -> {}", name(), bytes, va);
+  return va;
+}
+void LoggingBackend::do_free_va(void* va, std::size_t bytes) {
+  logger().debug("{}: free_va({}, {})", name(), va, bytes);
+  upstream_.free_va(va, bytes);
+}
+ChunkHandle LoggingBackend::do_create_chunk(std::size_t bytes) {
+  const ChunkHandle chunk = upstream_.create_chunk(bytes);
+  logger().debug("{}: create_chunk({}) -> {:#x}", name(), bytes, chunk);
+  return chunk;
+}
+void LoggingBackend::do_release_chunk(ChunkHandle chunk) {
+  logger().debug("{}: release_chunk({:#x})", name(), chunk);
+  upstream_.release_chunk(chunk);
+}
+void LoggingBackend::do_map(void* va, std::size_t bytes, ChunkHandle chunk) {
+  logger().debug("{}: map({}, {}, {:#x})", name(), va, bytes, chunk);
+  upstream_.map(va, bytes, chunk);
+}
+void LoggingBackend::do_set_access(void* va, std::size_t bytes) {
+  logger().debug("{}: set_access({}, {})", name(), va, bytes);
+  upstream_.set_access(va, bytes);
+}
+void LoggingBackend::do_unmap(void* va, std::size_t bytes) {
+  logger().debug("{}: unmap({}, {})", name(), va, bytes);
+  upstream_.unmap(va, bytes);
+}
+FenceHandle LoggingBackend::do_create_fence(StreamRef stream) {
+  const FenceHandle fence = upstream_.create_fence(stream);
+  logger().debug("{}: create_fence(stream {}) -> {:#x}", name(), stream.native, fence);
+  return fence;
+}
+void LoggingBackend::do_record_fence(FenceHandle fence, StreamRef stream) {
+  logger().debug("{}: record_fence({:#x}, stream {})", name(), fence, stream.native);
+  upstream_.record_fence(fence, stream);
+}
+void LoggingBackend::do_wait_fence(FenceHandle fence) {
+  logger().debug("{}: wait_fence({:#x})", name(), fence);
+  upstream_.wait_fence(fence);
+}
+void LoggingBackend::do_destroy_fence(FenceHandle fence) {
+  logger().debug("{}: destroy_fence({:#x})", name(), fence);
+  upstream_.destroy_fence(fence);
+}
+std::size_t LoggingBackend::do_free_bytes() {
+  const std::size_t bytes = upstream_.free_bytes();
+  logger().debug("{}: free_bytes() -> {}", name(), bytes);
+  return bytes;
+}
+
+}  // namespace memplan::arena

@@ -1,0 +1,134 @@
+// The persistent pool's slow paths: growth of the arena, trim, errors and statistics.
+#include "memplan/arena/persistent_pool.hpp"
+
+#include "bytes.hpp"
+#include "memplan/arena/pointer_errors.hpp"
+#include "memplan/error.hpp"
+#include "memplan/log.hpp"
+
+#include <fmt/format.h>
+
+namespace memplan::arena {
+
+using detail::kNone;
+using detail::pretty_bytes;
+using detail::round_up;
+
+PersistentPool::PersistentPool(PhysicalBackend& backend, PoolOptions options)
+    : arena_(backend, options.reserve_bytes, ArenaOptions{options.chunk_bytes, std::move(options.name)}),
+      base_(reinterpret_cast<std::uintptr_t>(arena_.base())) {}
+
+PersistentPool::~PersistentPool() {
+  if (live_count_ != 0)
+    logger().warn("{} destroyed with {} allocations ({}) still live", arena_.name(), live_count_,
+                  pretty_bytes(allocated_));
+}
+
+// Nothing fits: map chunks at the top so that the top block (grown, or new) holds `size`.
+std::uint32_t PersistentPool::grow_for(std::uint64_t size) {
+  const std::size_t mapped = arena_.mapped_bytes();
+  const bool top_free = top_ != kNone && blocks_[top_].free;
+  const std::uint64_t have = top_free ? blocks_[top_].size : 0;
+  const std::uint64_t want = mapped + (size - have);
+  if (want > arena_.reserved_bytes())
+    throw_oom(size, fmt::format("it needs {} mapped, past the reserved range", pretty_bytes(want)));
+  try {
+    arena_.ensure_mapped(want);
+  } catch (const OutOfMemory& e) {
+    throw_oom(size, e.what());
+  }
+  const std::uint64_t added = arena_.mapped_bytes() - mapped;
+  if (top_free) {
+    free_.remove(blocks_, top_);
+    blocks_[top_].size += added;
+    free_.insert(blocks_, top_);
+    return top_;
+  }
+  const std::uint32_t b = blocks_.make();
+  blocks_[b].offset = mapped;
+  blocks_[b].size = added;
+  blocks_[b].prev_phys = top_;
+  if (top_ != kNone) blocks_[top_].next_phys = b;
+  top_ = b;
+  free_.insert(blocks_, b);
+  return b;
+}
+
+std::size_t PersistentPool::trim() {
+  if (top_ == kNone || !blocks_[top_].free) return 0;
+  const std::size_t mapped = arena_.mapped_bytes();
+  const std::size_t keep = round_up(blocks_[top_].offset, arena_.chunk_bytes());
+  if (keep >= mapped) return 0;
+  arena_.trim(keep);  // first: if it throws, the pool is unchanged
+  free_.remove(blocks_, top_);
+  if (keep == blocks_[top_].offset) {
+    const std::uint32_t prev = blocks_[top_].prev_phys;
+    blocks_.drop(top_);
+    if (prev != kNone) blocks_[prev].next_phys = kNone;
+    top_ = prev;
+  } else {
+    blocks_[top_].size = keep - blocks_[top_].offset;
+    free_.insert(blocks_, top_);
+  }
+  return mapped - keep;
+}
+
+std::size_t PersistentPool::size_of(const void* p) const {
+  const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(p) - base_;
+  const std::uint32_t b = offset < arena_.reserved_bytes() ? live_.find(offset) : kNone;
+  if (b == kNone) throw_bad_pointer(p);
+  return blocks_[b].size;
+}
+
+PoolStats PersistentPool::stats() const {
+  PoolStats s;
+  s.live_allocations = live_count_;
+  s.allocated_bytes = allocated_;
+  s.mapped_bytes = arena_.mapped_bytes();
+  s.reserved_bytes = arena_.reserved_bytes();
+  s.free_bytes = s.mapped_bytes - allocated_;
+  s.largest_free_block = free_.largest(blocks_);
+  s.blocks = blocks_.in_use();
+  return s;
+}
+
+std::uint32_t PersistentPool::block_containing(std::uint64_t offset) const noexcept {
+  for (std::uint32_t b = top_; b != kNone; b = blocks_[b].prev_phys)
+    if (blocks_[b].offset <= offset) return offset < blocks_[b].offset + blocks_[b].size ? b : kNone;
+  return kNone;
+}
+
+void PersistentPool::throw_bad_size(std::size_t bytes) const {
+  if (bytes == 0) throw InvalidArgument(fmt::format("{}: allocation of zero bytes", arena_.name()));
+  throw InvalidArgument(fmt::format("{}: absurd allocation size {} (more than {}; a negative size?)",
+                                    arena_.name(), pretty_bytes(bytes), pretty_bytes(kMaxRequestBytes)));
+}
+
+void PersistentPool::throw_bad_pointer(const void* p) const {
+  const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(p) - base_;
+  if (offset >= arena_.reserved_bytes())
+    throw ForeignPointer(fmt::format("{}: pointer {} is not from this pool (it spans {} from {})",
+                                     arena_.name(), p, pretty_bytes(arena_.reserved_bytes()), arena_.base()));
+  const std::uint32_t b = block_containing(offset);
+  if (b == kNone)
+    throw ForeignPointer(fmt::format("{}: pointer {} (offset {}) is in the pool's address range but "
+                                     "outside its mapped memory",
+                                     arena_.name(), p, offset));
+  if (blocks_[b].free)
+    throw DoubleFree(fmt::format("{}: pointer {} (offset {}) lies in free memory: freed twice (or never "
+                                 "allocated)",
+                                 arena_.name(), p, offset));
+  throw ForeignPointer(fmt::format("{}: pointer {} (offset {}) is inside the allocation at offset {} of {}, "
+                                   "not its start",
+                                   arena_.name(), p, offset, blocks_[b].offset, pretty_bytes(blocks_[b].size)));
+}
+
+void PersistentPool::throw_oom(std::size_t requested, const std::string& cause) {
+  throw OutOfMemory(fmt::format("{}: out of memory: requested {}, mapped {}, reserved {}, free in pool {} "
+                                "(largest block {}): {}",
+                                arena_.name(), pretty_bytes(requested), pretty_bytes(arena_.mapped_bytes()),
+                                pretty_bytes(arena_.reserved_bytes()), pretty_bytes(arena_.mapped_bytes() - allocated_),
+                                pretty_bytes(free_.largest(blocks_)), cause));
+}
+
+}  // namespace memplan::arena

@@ -1,0 +1,82 @@
+// Counting is the contract; logging and limits are adaptors that stack on any backend.
+#include "memplan/arena/arena.hpp"
+#include "memplan/arena/host_backend.hpp"
+#include "memplan/arena/limiting_backend.hpp"
+#include "memplan/arena/logging_backend.hpp"
+#include "memplan/error.hpp"
+#include "memplan/log.hpp"
+
+#include <gmock/gmock.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
+
+namespace memplan::arena {
+namespace {
+
+TEST(CallCounts, MemoryCallsExcludeFencesAndQueries) {
+  CallCounts c;
+  c[Call::map] = 2;
+  c[Call::unmap] = 1;
+  c[Call::wait_fence] = 5;
+  c[Call::query_free] = 1;
+  EXPECT_EQ(c.memory_calls(), 3u);
+  EXPECT_EQ(c.total(), 9u);
+  CallCounts d = c;
+  d[Call::map] = 3;
+  EXPECT_EQ((d - c)[Call::map], 1u);
+  EXPECT_EQ((d - c).total(), 1u);
+  EXPECT_EQ(call_name(Call::set_access), "set_access");
+}
+
+TEST(LoggingBackend, ForwardsLogsAndBothLayersCount) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  logger().sinks().push_back(sink);
+  const auto level = logger().level();
+  set_log_level(spdlog::level::debug);
+  HostBackend host;
+  LoggingBackend logging(host);
+  {
+    Arena arena(logging, 2 * host.granularity(), ArenaOptions{host.granularity(), "t"});
+    arena.ensure_mapped(1);
+  }
+  set_log_level(level);
+  logger().sinks().pop_back();
+  EXPECT_EQ(logging.calls(), host.calls());
+  EXPECT_EQ(host.calls()[Call::map], 1u);
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("create_chunk("));
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("free_va("));
+}
+
+TEST(LimitingBackend, RefusesPastTheLimitAndCreditsReleases) {
+  HostBackend host;
+  const std::size_t g = host.granularity();
+  LimitingBackend limited(host, 2 * g);
+  const ChunkHandle a = limited.create_chunk(g);
+  const ChunkHandle b = limited.create_chunk(g);
+  EXPECT_EQ(limited.used_bytes(), 2 * g);
+  EXPECT_THROW((void)limited.create_chunk(g), OutOfMemory);
+  limited.release_chunk(a);
+  EXPECT_EQ(limited.used_bytes(), g);
+  EXPECT_LE(limited.free_bytes(), g);
+  const ChunkHandle c = limited.create_chunk(g);
+  limited.release_chunk(b);
+  limited.release_chunk(c);
+  EXPECT_EQ(limited.used_bytes(), 0u);
+  EXPECT_EQ(host.calls()[Call::create_chunk], 3u);  // the refused one never reached the host
+}
+
+TEST(HostBackend, SystemErrorsNameTheCall) {
+  HostBackend host;
+  try {
+    host.map(reinterpret_cast<void*>(std::uintptr_t{1}), host.granularity(), 123456);  // bad fd, bad address
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("mmap"));
+  }
+  EXPECT_EQ(host.calls()[Call::map], 1u);  // failed calls count too
+}
+
+}  // namespace
+}  // namespace memplan::arena

@@ -1,0 +1,246 @@
+// Arena behaviour, the same on every backend: growth at a fixed base, data kept in mapped chunks,
+// trim and release, aliasing, exact call counts, and every error path.
+#include "arena_suite.hpp"
+#include "memplan/arena/limiting_backend.hpp"
+#include "memplan/error.hpp"
+
+#include <gmock/gmock.h>
+
+namespace memplan::arena::test {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::byte* at(const Arena& arena, std::size_t offset) { return static_cast<std::byte*>(arena.address(offset)); }
+
+TEST_P(ArenaSuite, ReserveRoundsUpToChunksAndMapsNothing) {
+  Arena arena(backend(), ArenaOptions{chunk_, "t"});
+  const CallCounts before = arena.calls();
+  arena.reserve(3 * chunk_ + 1);
+  EXPECT_EQ(arena.reserved_bytes(), 4 * chunk_);
+  EXPECT_EQ(arena.mapped_bytes(), 0u);
+  EXPECT_NE(arena.base(), nullptr);
+  const CallCounts d = arena.calls() - before;
+  EXPECT_EQ(d[Call::reserve_va], 1u);
+  EXPECT_EQ(d.total(), 1u);
+}
+
+TEST_P(ArenaSuite, ChunkSizeRoundsUpToGranularity) {
+  Arena arena(backend(), 4 * chunk_, ArenaOptions{chunk_ + 1, "t"});
+  EXPECT_EQ(arena.chunk_bytes(), 2 * chunk_);
+}
+
+TEST_P(ArenaSuite, GrowthKeepsBaseAndCountsEveryCall) {
+  Arena arena(backend(), 8 * chunk_, ArenaOptions{chunk_, "t"});
+  void* const base = arena.base();
+  const CallCounts start = arena.calls();
+
+  arena.ensure_mapped(1);
+  EXPECT_EQ(arena.mapped_bytes(), chunk_);
+  EXPECT_EQ(arena.mapped_chunks(), 1u);
+  arena.ensure_mapped(3 * chunk_);
+  EXPECT_EQ(arena.mapped_bytes(), 3 * chunk_);
+  EXPECT_EQ(arena.base(), base);
+
+  const CallCounts grew = arena.calls() - start;
+  EXPECT_EQ(grew[Call::create_chunk], 3u);
+  EXPECT_EQ(grew[Call::map], 3u);
+  EXPECT_EQ(grew[Call::set_access], 2u);  // one per growth, over the whole new range
+  EXPECT_EQ(grew.memory_calls(), 8u);
+  EXPECT_EQ(grew.total(), 8u);
+
+  // Already mapped: no backend call at all (what replay relies on).
+  const CallCounts steady = arena.calls();
+  arena.ensure_mapped(0);
+  arena.ensure_mapped(chunk_);
+  arena.ensure_mapped(3 * chunk_);
+  EXPECT_EQ((arena.calls() - steady).total(), 0u);
+}
+
+TEST_P(ArenaSuite, DataInMappedChunksSurvivesGrowth) {
+  Arena arena(backend(), 8 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(2 * chunk_);
+  const auto a = pattern(2 * chunk_, 1);
+  env().write(arena.base(), a);
+  arena.ensure_mapped(8 * chunk_);
+  EXPECT_EQ(env().read(arena.base(), 2 * chunk_), a);
+  // The new chunks continue the old ones without a seam.
+  const auto b = pattern(3 * chunk_, 2);
+  env().write(at(arena, chunk_ + chunk_ / 2), b);
+  EXPECT_EQ(env().read(at(arena, chunk_ + chunk_ / 2), b.size()), b);
+}
+
+TEST_P(ArenaSuite, TrimUnmapsWholeChunksAboveAndKeepsTheRest) {
+  Arena arena(backend(), 8 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(5 * chunk_);
+  const auto a = pattern(chunk_, 3);
+  env().write(arena.base(), a);
+  const CallCounts before = arena.calls();
+
+  arena.trim(chunk_ + 1);  // keeps two chunks
+  EXPECT_EQ(arena.mapped_chunks(), 2u);
+  EXPECT_EQ(arena.mapped_bytes(), 2 * chunk_);
+  const CallCounts d = arena.calls() - before;
+  EXPECT_EQ(d[Call::unmap], 1u);  // one call for the contiguous range
+  EXPECT_EQ(d[Call::release_chunk], 3u);
+  EXPECT_EQ(d.total(), 4u);  // no users registered: no fences
+  EXPECT_EQ(env().read(arena.base(), chunk_), a);
+
+  const CallCounts idle = arena.calls();
+  arena.trim(2 * chunk_);
+  arena.trim(100 * chunk_);
+  EXPECT_EQ((arena.calls() - idle).total(), 0u);
+}
+
+TEST_P(ArenaSuite, ReleaseKeepsAddressesAndMapsBackThere) {
+  Arena arena(backend(), 4 * chunk_, ArenaOptions{chunk_, "t"});
+  void* const base = arena.base();
+  arena.ensure_mapped(4 * chunk_);
+  arena.release();
+  EXPECT_EQ(arena.mapped_bytes(), 0u);
+  EXPECT_EQ(arena.mapped_chunks(), 0u);
+  EXPECT_EQ(arena.reserved_bytes(), 4 * chunk_);
+  EXPECT_EQ(arena.base(), base);
+
+  arena.ensure_mapped(4 * chunk_);
+  EXPECT_EQ(arena.base(), base);
+  const auto a = pattern(4 * chunk_, 4);
+  env().write(base, a);
+  EXPECT_EQ(env().read(base, a.size()), a);
+}
+
+TEST_P(ArenaSuite, ChunksAliasLikeVmm) {
+  PhysicalBackend& b = backend();
+  const std::size_t n = chunk_;
+  void* x = b.reserve_va(n);
+  void* y = b.reserve_va(n);
+  const ChunkHandle chunk = b.create_chunk(n);
+  b.map(x, n, chunk);
+  b.map(y, n, chunk);
+  b.set_access(x, n);
+  b.set_access(y, n);
+  const auto a = pattern(n, 5);
+  env().write(x, a);
+  EXPECT_EQ(env().read(y, n), a);
+  const auto c = pattern(64, 6);
+  env().write(static_cast<std::byte*>(y) + 128, c);
+  EXPECT_EQ(env().read(static_cast<std::byte*>(x) + 128, 64), c);
+  b.unmap(x, n);
+  b.unmap(y, n);
+  b.release_chunk(chunk);
+  b.free_va(x, n);
+  b.free_va(y, n);
+  const CallCounts d = b.calls();
+  EXPECT_EQ(d[Call::reserve_va], 2u);
+  EXPECT_EQ(d[Call::map], 2u);
+  EXPECT_EQ(d[Call::unmap], 2u);
+  EXPECT_EQ(d[Call::free_va], 2u);
+}
+
+TEST_P(ArenaSuite, UsersAreFencedBeforeUnmapOnly) {
+  Arena arena(backend(), 4 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.add_user(StreamRef{});
+  arena.add_user(StreamRef{});  // twice: still one user
+  EXPECT_EQ(arena.users().size(), 1u);
+  arena.ensure_mapped(2 * chunk_);
+  CallCounts d = arena.calls();
+  EXPECT_EQ(d[Call::create_fence], 1u);
+  EXPECT_EQ(d[Call::record_fence], 0u);  // growth never waits
+
+  arena.trim(chunk_);
+  d = arena.calls();
+  EXPECT_EQ(d[Call::record_fence], 1u);
+  EXPECT_EQ(d[Call::wait_fence], 1u);
+
+  arena.trim(chunk_);  // nothing to unmap: no wait either
+  EXPECT_EQ(arena.calls()[Call::wait_fence], 1u);
+
+  arena.remove_user(StreamRef{});
+  d = arena.calls();
+  EXPECT_EQ(d[Call::wait_fence], 2u);
+  EXPECT_EQ(d[Call::destroy_fence], 1u);
+  EXPECT_THROW(arena.remove_user(StreamRef{}), InvalidArgument);
+}
+
+TEST_P(ArenaSuite, BadArgumentsAreNamedErrors) {
+  EXPECT_THROW(Arena(backend(), ArenaOptions{0, "t"}), InvalidArgument);
+  Arena arena(backend(), ArenaOptions{chunk_, "t"});
+  EXPECT_THROW(arena.ensure_mapped(1), InvalidState);
+  try {
+    arena.reserve(0);
+    FAIL() << "reserve(0) accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("zero"));
+  }
+  try {
+    arena.reserve(~std::size_t{0} - 10);
+    FAIL() << "absurd reserve accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("absurd"));
+  }
+  arena.reserve(2 * chunk_);
+  EXPECT_THROW(arena.reserve(2 * chunk_), InvalidState);
+  EXPECT_THROW(arena.ensure_mapped(~std::size_t{0}), InvalidArgument);
+}
+
+TEST_P(ArenaSuite, MappingPastTheReservationIsOutOfMemoryWithNumbers) {
+  Arena arena(backend(), 2 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(chunk_);
+  try {
+    arena.ensure_mapped(3 * chunk_);
+    FAIL() << "mapped past the reservation";
+  } catch (const OutOfMemory& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("requested"), HasSubstr("mapped"), HasSubstr("reserved"),
+                                HasSubstr("free"), HasSubstr(std::to_string(3 * chunk_))));
+  }
+  EXPECT_EQ(arena.mapped_bytes(), chunk_);
+  arena.ensure_mapped(2 * chunk_);  // still usable
+  EXPECT_EQ(arena.mapped_bytes(), 2 * chunk_);
+}
+
+TEST_P(ArenaSuite, BackendOutOfMemoryRollsBackAndLeavesArenaUsable) {
+  LimitingBackend limited(backend(), 3 * chunk_);
+  Arena arena(limited, 8 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(chunk_);
+  const CallCounts before = limited.calls();
+  try {
+    arena.ensure_mapped(5 * chunk_);
+    FAIL() << "limit not enforced";
+  } catch (const OutOfMemory& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("requested"), HasSubstr(std::to_string(5 * chunk_)),
+                                HasSubstr("mapped"), HasSubstr("reserved"), HasSubstr("free"),
+                                HasSubstr("limit")));
+  }
+  // Two chunks were made and mapped, the third refused; both were undone in one unmap.
+  const CallCounts d = limited.calls() - before;
+  EXPECT_EQ(d[Call::create_chunk], 3u);
+  EXPECT_EQ(d[Call::map], 2u);
+  EXPECT_EQ(d[Call::unmap], 1u);
+  EXPECT_EQ(d[Call::release_chunk], 2u);
+  EXPECT_EQ(arena.mapped_bytes(), chunk_);
+  EXPECT_EQ(limited.used_bytes(), chunk_);
+
+  arena.ensure_mapped(3 * chunk_);
+  EXPECT_EQ(arena.mapped_bytes(), 3 * chunk_);
+  const auto a = pattern(3 * chunk_, 7);
+  env().write(arena.base(), a);
+  EXPECT_EQ(env().read(arena.base(), a.size()), a);
+}
+
+TEST_P(ArenaSuite, DestructionUnmapsAndFreesEverything) {
+  const CallCounts before = backend().calls();
+  {
+    Arena arena(backend(), 4 * chunk_, ArenaOptions{chunk_, "t"});
+    arena.add_user(StreamRef{});
+    arena.ensure_mapped(3 * chunk_);
+  }
+  const CallCounts d = backend().calls() - before;
+  EXPECT_EQ(d[Call::create_chunk], d[Call::release_chunk]);
+  EXPECT_EQ(d[Call::reserve_va], d[Call::free_va]);
+  EXPECT_EQ(d[Call::create_fence], d[Call::destroy_fence]);
+  EXPECT_EQ(d[Call::wait_fence], 1u);
+}
+
+}  // namespace
+}  // namespace memplan::arena::test

@@ -1,0 +1,128 @@
+// What only a GPU shows: kernels writing across chunk boundaries, release() while a kernel is
+// queued (it must wait: run under compute-sanitizer), and growth while a captured CUDA Graph over
+// the first chunk keeps replaying. Each test skips without a GPU.
+#include "gpu_kernels.hpp"
+#include "memplan/arena/arena.hpp"
+#include "memplan/arena/cuda_vmm_backend.hpp"
+#include "support/gpu.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+namespace memplan::arena::test {
+namespace {
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
+
+std::uint32_t* words_at(const Arena& arena, std::size_t offset) {
+  return static_cast<std::uint32_t*>(arena.address(offset));
+}
+
+TEST(GpuArena, KernelWritesAcrossChunkBoundaries) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  CudaVmmBackend backend;
+  const std::size_t chunk = backend.granularity();
+  Arena arena(backend, 8 * chunk, ArenaOptions{chunk, "t"});
+  arena.ensure_mapped(4 * chunk);
+  const std::size_t words = 4 * chunk / 4;
+  launch_iota(words_at(arena, 0), words, 7, nullptr);
+  CUDA_OK(cudaGetLastError());
+  // A second kernel reads and writes a window that straddles chunks 1|2.
+  const std::size_t window = chunk / 4;
+  std::uint32_t* mid = words_at(arena, 2 * chunk - window * 2);
+  launch_increment(mid, window, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+
+  std::vector<std::uint32_t> host(words);
+  CUDA_OK(cudaMemcpy(host.data(), arena.base(), 4 * chunk, cudaMemcpyDeviceToHost));
+  const std::size_t lo = (2 * chunk - window * 2) / 4;
+  for (std::size_t i = 0; i < words; ++i) {
+    const std::uint32_t expect = 7 + static_cast<std::uint32_t>(i) + (i >= lo && i < lo + window ? 1u : 0u);
+    ASSERT_EQ(host[i], expect) << "word " << i << " (chunk " << i * 4 / chunk << ")";
+  }
+}
+
+TEST(GpuArena, ReleaseWaitsForAQueuedKernel) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int* done = nullptr;
+  CUDA_OK(cudaMalloc(&done, sizeof(int)));
+  CUDA_OK(cudaMemset(done, 0, sizeof(int)));
+  {
+    CudaVmmBackend backend;
+    const std::size_t chunk = backend.granularity();
+    Arena arena(backend, 4 * chunk, ArenaOptions{chunk, "t"});
+    arena.add_user(StreamRef{stream});
+    arena.ensure_mapped(2 * chunk);
+    // ~200 ms of spinning, then stores into both chunks: still queued when release() starts.
+    launch_spin_then_fill(words_at(arena, 0), 2 * chunk / 4, 0xC0FFEEu, 200'000'000, done, stream);
+    CUDA_OK(cudaGetLastError());
+    EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
+    arena.release();
+    // release() returned only after the kernel finished: the stream is idle and nothing faulted.
+    EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
+    EXPECT_EQ(arena.calls()[Call::wait_fence], 1u);
+    EXPECT_EQ(arena.mapped_bytes(), 0u);
+    arena.remove_user(StreamRef{stream});
+  }
+  int flag = 0;
+  CUDA_OK(cudaMemcpy(&flag, done, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(flag, 1);
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaFree(done));
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+TEST(GpuArena, CapturedGraphKeepsReplayingWhileTheArenaGrows) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CudaVmmBackend backend;
+  const std::size_t chunk = backend.granularity();
+  Arena arena(backend, 16 * chunk, ArenaOptions{chunk, "t"});
+  arena.add_user(StreamRef{stream});
+  arena.ensure_mapped(chunk);
+  std::uint32_t* first = words_at(arena, 0);
+  const std::size_t words = chunk / 4;
+  CUDA_OK(cudaMemsetAsync(first, 0, chunk, stream));
+
+  // The graph increments every word of the first chunk.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  launch_increment(first, words, stream);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+
+  const int replays = 12;
+  for (int step = 0; step < replays; ++step) {
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    // Grow while the replay may still run: new chunks land after the first, which does not move.
+    arena.ensure_mapped(static_cast<std::size_t>(step + 2) * chunk);
+    ASSERT_EQ(static_cast<void*>(first), arena.base());
+    // Use the new chunk too, so growth is real memory, not just bookkeeping.
+    launch_iota(words_at(arena, static_cast<std::size_t>(step + 1) * chunk), words, 100u * static_cast<std::uint32_t>(step), stream);
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  std::vector<std::uint32_t> host(words);
+  CUDA_OK(cudaMemcpy(host.data(), first, chunk, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < words; ++i) ASSERT_EQ(host[i], static_cast<std::uint32_t>(replays)) << "word " << i;
+  CUDA_OK(cudaMemcpy(host.data(), words_at(arena, 5 * chunk), chunk, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < words; ++i) ASSERT_EQ(host[i], 400u + static_cast<std::uint32_t>(i)) << "word " << i;
+  EXPECT_EQ(arena.mapped_chunks(), static_cast<std::size_t>(replays + 1));
+
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  arena.remove_user(StreamRef{stream});
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+}  // namespace
+}  // namespace memplan::arena::test
