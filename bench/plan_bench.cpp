@@ -1,0 +1,108 @@
+// Planner benchmarks: every shipped trace through plan() with the default budget, and a
+// synthetic 60,000-buffer problem. Counters report the plan beside the lower bound, so the
+// JSON output (--benchmark_format=json) is also the results table of docs/planner.md.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memplan/plan/csv.hpp"
+#include "memplan/plan/greedy.hpp"
+#include "memplan/plan/lower_bound.hpp"
+#include "memplan/plan/planner.hpp"
+
+namespace {
+
+using memplan::plan::Buffer;
+using memplan::plan::Bytes;
+using memplan::plan::Problem;
+using memplan::plan::Solution;
+
+void report(benchmark::State& state, const Problem& problem, const Solution& solution) {
+  state.counters["buffers"] = static_cast<double>(problem.buffers.size());
+  state.counters["arena"] = static_cast<double>(solution.arena_size);
+  state.counters["bound"] = static_cast<double>(solution.lower_bound);
+  state.counters["ratio"] = solution.ratio_to_bound();
+  state.counters["proven"] = solution.proven_optimal ? 1 : 0;
+  state.SetLabel(solution.algorithm);
+}
+
+void plan_trace(benchmark::State& state, const Problem& problem) {
+  Solution solution;
+  for (auto _ : state) {
+    solution = memplan::plan::plan(problem);
+    benchmark::DoNotOptimize(solution.arena_size);
+  }
+  report(state, problem, solution);
+}
+
+// Random lifetimes and sizes shaped like a model's activations: most buffers short-lived, a
+// few long-lived ones spanning many layers, sizes spread over six orders of magnitude.
+Problem synthetic_problem(std::size_t buffers) {
+  std::mt19937_64 random(20240601);
+  const auto horizon = static_cast<std::int64_t>(2 * buffers);
+  std::uniform_int_distribution<std::int64_t> start(0, horizon - 1);
+  std::geometric_distribution<std::int64_t> short_life(1.0 / 24);
+  std::uniform_int_distribution<std::int64_t> long_life(1, horizon / 8);
+  std::bernoulli_distribution is_long(0.02);
+  std::uniform_real_distribution<double> log_size(6.0, 26.0);  // 64 B .. 64 MiB
+  Problem problem;
+  problem.buffers.reserve(buffers);
+  for (std::size_t i = 0; i < buffers; ++i) {
+    Buffer b;
+    b.id = std::to_string(i);
+    b.lower = start(random);
+    b.upper = std::min(horizon, b.lower + 1 + (is_long(random) ? long_life(random)
+                                                               : short_life(random)));
+    b.size = (static_cast<Bytes>(std::exp2(log_size(random))) + 255) / 256 * 256;
+    b.alignment = 256;
+    problem.buffers.push_back(std::move(b));
+  }
+  return problem;
+}
+
+void plan_synthetic(benchmark::State& state) {
+  const Problem problem = synthetic_problem(static_cast<std::size_t>(state.range(0)));
+  plan_trace(state, problem);
+}
+BENCHMARK(plan_synthetic)->Arg(60000)->Unit(benchmark::kMillisecond);
+
+void greedy_synthetic(benchmark::State& state) {
+  const Problem problem = synthetic_problem(static_cast<std::size_t>(state.range(0)));
+  const Bytes bound = memplan::plan::lower_bound(problem);
+  for (auto _ : state) {
+    auto greedy = memplan::plan::greedy_portfolio(problem, bound);
+    benchmark::DoNotOptimize(greedy.arena_size);
+  }
+}
+BENCHMARK(greedy_synthetic)->Arg(60000)->Unit(benchmark::kMillisecond);
+
+void register_traces() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(MEMPLAN_TEST_DATA_DIR) /
+                                                            "traces")) {
+    if (entry.is_regular_file() && entry.path().extension() == ".csv") files.push_back(entry);
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& file : files) {
+    const std::string name =
+        "plan_trace/" + file.parent_path().filename().string() + "/" + file.stem().string();
+    benchmark::RegisterBenchmark(name.c_str(), plan_trace, memplan::plan::read_csv_file(file))
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_traces();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

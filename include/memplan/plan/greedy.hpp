@@ -1,0 +1,48 @@
+// The greedy portfolio: place buffers one at a time, each into a gap left by the already-placed
+// buffers alive at the same time, and keep the best of several orders and fits.
+//
+// No single order wins everywhere (big buffers first packs tall stacks well, long lifetimes first
+// leaves clean layers, crowded moments first protects the peak), so the portfolio runs them all
+// and stops as soon as one meets the lower bound. Each run costs O(E log d) over an interval
+// graph (E overlapping pairs, d the largest degree), never O(n²) pair scans.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "memplan/plan/problem.hpp"
+
+namespace memplan::plan {
+
+enum class GreedyOrder {
+  Size,       // largest first, longer lifetime breaks ties
+  Length,     // longest lifetime first, larger size breaks ties
+  Area,       // largest size × lifetime first
+  Conflicts,  // most overlapping buffers first, larger size breaks ties
+  Pressure,   // busiest moment of its lifetime (live bytes) first, larger size breaks ties
+  Start,      // allocation order (earliest start first), larger size breaks ties
+};
+
+enum class Fit {
+  Best,   // the smallest gap that holds the buffer (lowest on ties); the top if none
+  First,  // the lowest gap that holds the buffer
+};
+
+struct GreedyPlan {
+  std::vector<Bytes> offsets;  // one per buffer, in the problem's order
+  Bytes arena_size = 0;
+  std::string algorithm;       // e.g. "greedy:size/best-fit"
+};
+
+// One order and one fit. Fixed-offset buffers are placed first, as obstacles; buffers that
+// occupy nothing go to their fixed offset or 0. Alignment is honoured.
+[[nodiscard]] GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit);
+
+// Every order × fit; the smallest arena wins (earlier strategies win ties). Stops as soon as a
+// plan's arena is no larger than `good_enough` (pass the lower bound).
+[[nodiscard]] GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough);
+
+[[nodiscard]] std::string to_string(GreedyOrder order);
+[[nodiscard]] std::string to_string(Fit fit);
+
+}  // namespace memplan::plan

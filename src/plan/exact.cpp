@@ -1,0 +1,167 @@
+// The exact search's driver: which capacity to ask about next, with how many nodes, under which
+// branching order. The canonical search itself lives in canonical_search.cpp.
+#include "memplan/plan/exact.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+#include "canonical_search.hpp"
+#include "cross_sections.hpp"
+#include "search_model.hpp"
+
+namespace memplan::plan {
+namespace {
+
+using detail::CanonicalSearch;
+using detail::SearchModel;
+using detail::SearchOutcome;
+using Clock = std::chrono::steady_clock;
+
+// Far beyond what the 2-core CI machine searches in a second; the index would not fit first.
+constexpr std::size_t kMaxModelEntries = std::size_t{1} << 25;
+
+// Branching orders, each descending by three keys: lifetime length (W), area (A) and the
+// busiest section total the buffer takes part in (T). WAT, TAW and TWA complement each other.
+std::vector<std::vector<int>> branching_ranks(const SearchModel& model) {
+  const auto n = static_cast<std::size_t>(model.buffer_count());
+  const detail::RangeMax busiest(model.section_totals);
+  std::vector<std::tuple<Time, double, Bytes>> keys;  // (W, A, T)
+  keys.reserve(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    const Time length = model.lifetimes[v].upper - model.lifetimes[v].lower;
+    keys.emplace_back(length, static_cast<double>(length) * static_cast<double>(model.size[v]),
+                      busiest.max(model.sections.first[v], model.sections.last[v]));
+  }
+  const auto rank_by = [&](auto key) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return key(keys[static_cast<std::size_t>(a)]) > key(keys[static_cast<std::size_t>(b)]);
+    });
+    std::vector<int> rank(n);
+    for (std::size_t r = 0; r < n; ++r) rank[static_cast<std::size_t>(order[r])] = static_cast<int>(r);
+    return rank;
+  };
+  return {
+      rank_by([](const auto& k) { return std::tuple(std::get<0>(k), std::get<1>(k), std::get<2>(k)); }),
+      rank_by([](const auto& k) { return std::tuple(std::get<2>(k), std::get<1>(k), std::get<0>(k)); }),
+      rank_by([](const auto& k) { return std::tuple(std::get<2>(k), std::get<0>(k), std::get<1>(k)); }),
+  };
+}
+
+// One model, its branching orders and a reusable search: answers capacity questions.
+class CapacityOracle {
+ public:
+  explicit CapacityOracle(const Problem& problem)
+      : problem_(problem), model_(problem), ranks_(branching_ranks(model_)), search_(model_) {
+    for (const Buffer& b : problem.buffers) {
+      if (b.occupies() && b.fixed_offset) fixed_top_ = std::max(fixed_top_, *b.fixed_offset + b.size);
+    }
+  }
+
+  [[nodiscard]] const SearchModel& model() const { return model_; }
+
+  // Each branching order in turn gets `node_limit` nodes; the first definite answer wins.
+  CapacityResult ask(Bytes capacity, std::int64_t node_limit, Clock::time_point deadline) {
+    CapacityResult result;
+    if (fixed_top_ > capacity) {
+      result.status = Feasibility::Infeasible;  // the obstacles alone do not fit
+      return result;
+    }
+    for (const std::vector<int>& rank : ranks_) {
+      const SearchOutcome outcome = search_.run(capacity, rank, node_limit, deadline);
+      result.nodes += search_.nodes();
+      if (outcome == SearchOutcome::Infeasible) {
+        result.status = Feasibility::Infeasible;
+        return result;
+      }
+      if (outcome == SearchOutcome::Found) {
+        result.status = Feasibility::Found;
+        result.offsets = full_offsets(search_.offsets());
+        return result;
+      }
+      if (search_.deadline_passed()) break;
+    }
+    return result;
+  }
+
+ private:
+  std::vector<Bytes> full_offsets(std::span<const Bytes> decided) const {
+    std::vector<Bytes> offsets(problem_.buffers.size());
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+      offsets[i] = problem_.buffers[i].fixed_offset.value_or(0);
+    }
+    for (std::size_t v = 0; v < decided.size(); ++v) offsets[model_.problem_index[v]] = decided[v];
+    return offsets;
+  }
+
+  const Problem& problem_;
+  SearchModel model_;
+  std::vector<std::vector<int>> ranks_;
+  CanonicalSearch search_;
+  Bytes fixed_top_ = 0;  // highest byte a fixed-offset buffer reaches
+};
+
+Bytes round_up(Bytes value, Bytes granularity) {
+  return (value + granularity - 1) / granularity * granularity;
+}
+
+}  // namespace
+
+bool exact_search_fits(const Problem& problem) {
+  return detail::model_footprint(problem) <= kMaxModelEntries;
+}
+
+ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, Bytes lower_bound,
+                         Clock::time_point deadline) {
+  ExactResult result;
+  result.offsets.assign(seed.begin(), seed.end());
+  result.arena_size = arena_size(problem, seed);
+  result.proven_bound = lower_bound;
+  if (result.arena_size <= lower_bound) return result;
+
+  CapacityOracle oracle(problem);
+  const SearchModel& model = oracle.model();
+  if (model.buffer_count() == 0) return result;
+  const Bytes step = model.granularity;
+  Bytes low = round_up(lower_bound, step);  // every plan is a multiple of step: none below
+  std::int64_t effort = std::max<std::int64_t>(1000, 2 * model.buffer_count());
+
+  // Returns false once the deadline has passed.
+  const auto ask = [&](Bytes capacity, std::int64_t node_limit) {
+    CapacityResult answer = oracle.ask(capacity, node_limit, deadline);
+    result.nodes += answer.nodes;
+    if (answer.status == Feasibility::Found) {
+      const Bytes size = arena_size(problem, answer.offsets);
+      if (size < result.arena_size) {
+        result.offsets = std::move(answer.offsets);
+        result.arena_size = size;
+        result.improved = true;
+      }
+    } else if (answer.status == Feasibility::Infeasible) {
+      low = std::max(low, capacity + step);
+    }
+    return Clock::now() < deadline;
+  };
+
+  // The bound gets most of the effort: most problems reach it. The midpoint between the bound
+  // and the best plan gets an eighth, enough to shrink the plan when the bound is out of reach.
+  while (low < result.arena_size) {
+    if (!ask(low, effort)) break;
+    if (low >= result.arena_size) break;
+    const Bytes middle = low + (result.arena_size - low) / step / 2 * step;
+    if (middle > low && !ask(middle, std::max<std::int64_t>(effort / 8, 1000))) break;
+    effort *= 2;
+  }
+  result.proven_bound = std::max(lower_bound, std::min(low, result.arena_size));
+  return result;
+}
+
+CapacityResult solve_at_capacity(const Problem& problem, Bytes capacity,
+                                 Clock::time_point deadline, std::int64_t node_limit) {
+  CapacityOracle oracle(problem);
+  return oracle.ask(capacity, node_limit, deadline);
+}
+
+}  // namespace memplan::plan

@@ -1,0 +1,54 @@
+// plan(): the stages in order, cheapest first, each allowed to stop the rest. The lower bound
+// tells when to stop; the greedy portfolio gives a valid plan in milliseconds; the exact search
+// only runs while a gap remains and the budget allows, and only ever replaces the plan with a
+// smaller one. The result is checked by the validator before it leaves: a planner bug becomes
+// an exception, never an overlapping plan.
+#include "memplan/plan/planner.hpp"
+
+#include <fmt/format.h>
+
+#include "memplan/log.hpp"
+#include "memplan/plan/exact.hpp"
+#include "memplan/plan/greedy.hpp"
+#include "memplan/plan/lower_bound.hpp"
+#include "memplan/plan/validator.hpp"
+
+namespace memplan::plan {
+
+Solution plan(const Problem& problem, const PlanOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  check_problem(problem);
+
+  Solution solution;
+  solution.lower_bound = lower_bound(problem);
+  GreedyPlan greedy = greedy_portfolio(problem, solution.lower_bound);
+  solution.offsets = std::move(greedy.offsets);
+  solution.arena_size = greedy.arena_size;
+  solution.algorithm = std::move(greedy.algorithm);
+
+  Bytes proven_bound = solution.lower_bound;
+  const bool gap = solution.arena_size > solution.lower_bound;
+  if (gap && options.exact && options.budget.count() > 0 && exact_search_fits(problem)) {
+    ExactResult exact =
+        exact_search(problem, solution.offsets, solution.lower_bound, start + options.budget);
+    if (exact.improved) {
+      solution.offsets = std::move(exact.offsets);
+      solution.arena_size = exact.arena_size;
+      solution.algorithm = "exact";
+    }
+    proven_bound = exact.proven_bound;
+    logger().debug("plan: exact search spent {} nodes, bound raised to {}", exact.nodes,
+                   proven_bound);
+  }
+  solution.proven_optimal = solution.arena_size <= proven_bound;
+  solution.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  logger().info("plan: {} buffers, lower bound {}, arena {} ({:.4f}x) by {}{}, {} us",
+                problem.buffers.size(), solution.lower_bound, solution.arena_size,
+                solution.ratio_to_bound(), solution.algorithm,
+                solution.proven_optimal ? ", optimal" : "", solution.elapsed.count());
+  validate(problem, solution);
+  return solution;
+}
+
+}  // namespace memplan::plan

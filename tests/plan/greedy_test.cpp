@@ -1,0 +1,131 @@
+// The greedy portfolio: every order and fit gives a valid plan, honours alignment and fixed
+// offsets, and the portfolio keeps the best and stops at the bound.
+#include "memplan/plan/greedy.hpp"
+
+#include <gtest/gtest.h>
+
+#include "memplan/plan/lower_bound.hpp"
+#include "solver_cases.hpp"
+
+namespace memplan::plan {
+namespace {
+
+using testing::buf;
+using testing::expect_valid;
+using testing::fixed_buf;
+
+constexpr GreedyOrder kAllOrders[] = {GreedyOrder::Size,      GreedyOrder::Length,
+                                      GreedyOrder::Area,      GreedyOrder::Conflicts,
+                                      GreedyOrder::Pressure,  GreedyOrder::Start};
+
+TEST(Greedy, EmptyProblemHasEmptyPlan) {
+  const GreedyPlan plan = greedy_portfolio(Problem{}, 0);
+  EXPECT_TRUE(plan.offsets.empty());
+  EXPECT_EQ(plan.arena_size, 0);
+}
+
+TEST(Greedy, EveryOrderAndFitIsValidOnRandomProblems) {
+  std::mt19937 random(11);
+  for (int round = 0; round < 20; ++round) {
+    const Problem problem = testing::random_problem(random, 60, 40);
+    const Bytes bound = lower_bound(problem);
+    for (const GreedyOrder order : kAllOrders) {
+      for (const Fit fit : {Fit::Best, Fit::First}) {
+        const GreedyPlan plan = greedy_plan(problem, order, fit);
+        SCOPED_TRACE(plan.algorithm);
+        ASSERT_EQ(plan.offsets.size(), problem.buffers.size());
+        expect_valid(problem, plan.offsets);
+        EXPECT_EQ(plan.arena_size, arena_size(problem, plan.offsets));
+        EXPECT_GE(plan.arena_size, bound);
+      }
+    }
+  }
+}
+
+TEST(Greedy, NestedLifetimesReachTheBound) {
+  const Problem problem = testing::nested_lifetimes();
+  const GreedyPlan plan = greedy_portfolio(problem, lower_bound(problem));
+  expect_valid(problem, plan.offsets);
+  EXPECT_EQ(plan.arena_size, 6);
+}
+
+TEST(Greedy, HonoursAlignment) {
+  const Problem problem{{buf(0, 4, 3), buf(0, 4, 5, 64), buf(2, 6, 7, 32)}};
+  const GreedyPlan plan = greedy_plan(problem, GreedyOrder::Size, Fit::Best);
+  expect_valid(problem, plan.offsets);
+  EXPECT_EQ(plan.offsets[1] % 64, 0);
+  EXPECT_EQ(plan.offsets[2] % 32, 0);
+}
+
+TEST(Greedy, FixedOffsetsAreObstacles) {
+  // The fixed buffer sits at 10..20; the free ones must go around it, below where they fit.
+  const Problem problem{{fixed_buf(0, 10, 10, 10), buf(0, 10, 10), buf(5, 15, 5), buf(0, 3, 20)}};
+  for (const Fit fit : {Fit::Best, Fit::First}) {
+    const GreedyPlan plan = greedy_plan(problem, GreedyOrder::Size, fit);
+    expect_valid(problem, plan.offsets);
+    EXPECT_EQ(plan.offsets[0], 10);
+    EXPECT_EQ(plan.offsets[1], 0);  // the only gap below the obstacle that holds it
+  }
+}
+
+TEST(Greedy, BuffersThatOccupyNothingGoToTheirFixedOffsetOrZero) {
+  Problem problem{{buf(3, 3, 100), buf(0, 5, 0), buf(0, 5, 8), fixed_buf(2, 2, 16, 64)}};
+  const GreedyPlan plan = greedy_portfolio(problem, lower_bound(problem));
+  expect_valid(problem, plan.offsets);
+  EXPECT_EQ(plan.offsets[0], 0);
+  EXPECT_EQ(plan.offsets[1], 0);
+  EXPECT_EQ(plan.offsets[3], 64);
+  EXPECT_EQ(plan.arena_size, 8);
+}
+
+TEST(Greedy, FirstFitTakesTheLowestGapAndBestFitTheTightest) {
+  // Obstacles leave a 20-byte gap at 10 and a 5-byte gap at 40; the top starts at 55.
+  const Problem problem{{fixed_buf(0, 10, 10, 0), fixed_buf(0, 10, 10, 30),
+                         fixed_buf(0, 10, 10, 45), buf(0, 10, 5)}};
+  const GreedyPlan first = greedy_plan(problem, GreedyOrder::Size, Fit::First);
+  const GreedyPlan best = greedy_plan(problem, GreedyOrder::Size, Fit::Best);
+  expect_valid(problem, first.offsets);
+  expect_valid(problem, best.offsets);
+  EXPECT_EQ(first.offsets[3], 10);
+  EXPECT_EQ(best.offsets[3], 40);
+}
+
+TEST(Greedy, PortfolioKeepsTheBestStrategy) {
+  std::mt19937 random(5);
+  const Problem problem = testing::random_problem(random, 80, 30);
+  const Bytes bound = lower_bound(problem);
+  const GreedyPlan best = greedy_portfolio(problem, bound);
+  expect_valid(problem, best.offsets);
+  for (const GreedyOrder order : kAllOrders) {
+    for (const Fit fit : {Fit::Best, Fit::First}) {
+      if (best.arena_size > bound) {
+        EXPECT_LE(best.arena_size, greedy_plan(problem, order, fit).arena_size);
+      }
+    }
+  }
+}
+
+TEST(Greedy, StopsAtTheBoundWithTheFirstStrategyThatMeetsIt) {
+  const Problem problem{{buf(0, 4, 8), buf(4, 8, 8)}};
+  const GreedyPlan plan = greedy_portfolio(problem, 8);
+  EXPECT_EQ(plan.arena_size, 8);
+  EXPECT_EQ(plan.algorithm, "greedy:size/best-fit");
+}
+
+TEST(Greedy, OneHugeBuffer) {
+  const Bytes huge = Bytes{1} << 50;
+  const Problem problem{{buf(0, 1, huge), buf(0, 1, 1)}};
+  const GreedyPlan plan = greedy_portfolio(problem, huge + 1);
+  expect_valid(problem, plan.offsets);
+  EXPECT_EQ(plan.arena_size, huge + 1);
+}
+
+TEST(Greedy, PlansManyBuffers) {
+  std::mt19937 random(3);
+  const Problem problem = testing::random_problem(random, 20000, 40000);
+  const GreedyPlan plan = greedy_portfolio(problem, lower_bound(problem));
+  expect_valid(problem, plan.offsets);
+}
+
+}  // namespace
+}  // namespace memplan::plan
