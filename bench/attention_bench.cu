@@ -1,0 +1,226 @@
+// Block-sparse attention benchmark on [1, N, 24, 128] bf16 (the issue's shapes): dense TFLOP/s,
+// selection time, kept-block TFLOP/s and end-to-end time at ~10% density, and the error of each
+// sparse mode against the dense output on random and on smooth (video-like) inputs.
+// Timing: CUDA events around each launch, median of repeats after warm-up.
+// Usage: attention_bench [tokens...]   (default 8192 32768 75600)
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "memplan/attention/attention.hpp"
+
+namespace {
+
+using namespace memplan::attention;
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+#define CHECK(call) check((call), #call)
+
+__device__ unsigned long long mix(unsigned long long x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__device__ float uniform(unsigned long long x) {
+  return (static_cast<float>(mix(x) >> 40) + 0.5f) * (1.0f / 16777216.0f);
+}
+
+// Gaussian noise, plus for `smooth` a low-frequency wave over the (frame, row, column) position
+// of each token in 45x80 frames, with a random direction and phase per (head, dim): nearby tokens,
+// in space and time, get similar vectors, as in a video latent.
+__global__ void fill(__nv_bfloat16* x, long long n, int hd, unsigned long long seed, bool smooth) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float u1 = uniform(seed * 0x100000001ull + 2 * i);
+  const float u2 = uniform(seed * 0x100000001ull + 2 * i + 1);
+  float value = sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+  if (smooth) {
+    const long long t = i / hd;
+    const int c = static_cast<int>(i % hd);
+    const float col = static_cast<float>(t % 80);
+    const float row = static_cast<float>((t / 80) % 45);
+    const float frame = static_cast<float>(t / 3600);
+    const unsigned long long key = seed * 7919ull + static_cast<unsigned long long>(c);
+    const float wx = 0.3f * (uniform(key * 4) - 0.5f);
+    const float wy = 0.3f * (uniform(key * 4 + 1) - 0.5f);
+    const float wf = 0.6f * (uniform(key * 4 + 2) - 0.5f);
+    const float phase = 6.2831853f * uniform(key * 4 + 3);
+    value = 0.3f * value + 2.0f * sinf(wx * col + wy * row + wf * frame + phase);
+  }
+  x[i] = __float2bfloat16(value);
+}
+
+__global__ void error_sums(const __nv_bfloat16* got, const __nv_bfloat16* want, long long n,
+                           double* sums) {
+  double err = 0.0;
+  double ref = 0.0;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const double a = __bfloat162float(got[i]);
+    const double b = __bfloat162float(want[i]);
+    err += (a - b) * (a - b);
+    ref += b * b;
+  }
+  atomicAdd(&sums[0], err);
+  atomicAdd(&sums[1], ref);
+}
+
+template <typename F>
+double median_ms(F&& launch, int reps) {
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 2; ++i) launch();  // warm-up: module load, attribute setting, clocks
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    CHECK(cudaEventRecord(start));
+    launch();
+    CHECK(cudaEventRecord(stop));
+    CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct Inputs {
+  AttentionShape shape;
+  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *dense = nullptr;
+  explicit Inputs(const AttentionShape& s) : shape(s) {
+    const auto bytes = static_cast<std::size_t>(s.elements()) * 2;
+    for (auto** p : {&q, &k, &v, &out, &dense}) CHECK(cudaMalloc(p, bytes));
+  }
+  ~Inputs() {
+    for (auto* p : {q, k, v, out, dense}) cudaFree(p);
+  }
+  void randomise(unsigned long long seed, bool smooth) {
+    const long long n = shape.elements();
+    const int hd = shape.heads * shape.head_dim;
+    const auto grid = static_cast<unsigned>((n + 255) / 256);
+    fill<<<grid, 256>>>(q, n, hd, seed, smooth);
+    fill<<<grid, 256>>>(k, n, hd, seed + 1, smooth);
+    fill<<<grid, 256>>>(v, n, hd, seed + 2, smooth);
+    CHECK(cudaGetLastError());
+  }
+  [[nodiscard]] AttentionTensors tensors(bool to_dense = false) const {
+    return {q, k, v, to_dense ? dense : out};
+  }
+  [[nodiscard]] double error_vs_dense(double* sums) const {
+    CHECK(cudaMemset(sums, 0, 2 * sizeof(double)));
+    error_sums<<<1024, 256>>>(out, dense, shape.elements(), sums);
+    CHECK(cudaGetLastError());
+    double host[2];
+    CHECK(cudaMemcpy(host, sums, sizeof(host), cudaMemcpyDeviceToHost));
+    return std::sqrt(host[0] / host[1]);
+  }
+};
+
+double dense_flops(const AttentionShape& s) {
+  return 4.0 * s.batch * s.heads * static_cast<double>(s.tokens) * static_cast<double>(s.tokens) *
+         s.head_dim;
+}
+
+// Visited key blocks summed over rows, read back from the workspace's kv_count.
+long long visited_blocks(const WorkspaceLayout& layout, const void* workspace,
+                         const AttentionShape& shape) {
+  std::vector<int> counts(static_cast<std::size_t>(shape.rows()));
+  CHECK(cudaMemcpy(counts.data(), static_cast<const char*>(workspace) + layout.kv_count,
+                   counts.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  long long total = 0;
+  for (int c : counts) total += c;
+  return total;
+}
+
+void run(std::int64_t tokens) {
+  const AttentionShape shape{1, tokens, 24, 128};
+  Inputs in(shape);
+  double* sums = nullptr;
+  CHECK(cudaMalloc(&sums, 2 * sizeof(double)));
+  const int reps = tokens > 40000 ? 7 : 15;
+  const double total_blocks = static_cast<double>(shape.rows()) * shape.blocks();
+  const double block_flops = 4.0 * 64 * 64 * shape.head_dim;
+
+  for (const bool smooth : {false, true}) {
+    in.randomise(tokens * 3 + (smooth ? 1 : 0), smooth);
+    const char* kind = smooth ? "smooth" : "random";
+    const double dense_ms = median_ms(
+        [&] { launch_flash_forward(shape, in.tensors(true), BlockList{}, nullptr, 0.0f, nullptr); },
+        reps);
+    std::printf("%-7s N=%-6lld dense         %9.3f ms  %6.1f TFLOP/s\n", kind,
+                static_cast<long long>(tokens), dense_ms, dense_flops(shape) / dense_ms * 1e-9);
+
+    struct Mode {
+      const char* name;
+      SparsityMode mode;
+      float tau;
+      float keep;
+    };
+    for (const Mode& m : {Mode{"topk10", SparsityMode::topk, 0.0f, 10.0f},
+                          Mode{"tau1.0", SparsityMode::tau, 1.0f, 0.0f},
+                          Mode{"tau1.5", SparsityMode::tau, 1.5f, 0.0f},
+                          Mode{"tau2.0", SparsityMode::tau, 2.0f, 0.0f}}) {
+      AttentionPolicy policy;
+      policy.mode = m.mode;
+      policy.tau = m.tau;
+      if (m.keep > 0.0f) policy.keep_percent = m.keep;
+      policy.max_keep_percent = 30.0f;  // caps tau's workspace; rows above 30% are rare
+      const WorkspaceLayout layout = workspace_layout(shape, policy);
+      void* workspace = nullptr;
+      CHECK(cudaMalloc(&workspace, layout.bytes));
+      const BlockList list = workspace_block_list(layout, workspace);
+      const double select_ms = median_ms(
+          [&] { launch_selection(shape, in.tensors(), policy, workspace, layout.bytes, nullptr); },
+          reps);
+      const double attend_ms = median_ms(
+          [&] { launch_flash_forward(shape, in.tensors(), list, nullptr, 0.0f, nullptr); }, reps);
+      const double total_ms = median_ms(
+          [&] {
+            launch_attention(shape, in.tensors(), policy, 0.5, workspace, layout.bytes, nullptr);
+          },
+          reps);
+      const long long visited = visited_blocks(layout, workspace, shape);
+      const double density = static_cast<double>(visited) / total_blocks;
+      const double error = in.error_vs_dense(sums);
+      std::printf(
+          "%-7s N=%-6lld %-8s density %5.2f%%  select %7.3f ms  attend %8.3f ms (%6.1f TFLOP/s "
+          "kept)  total %8.3f ms  speedup vs own dense %5.2fx  rel-L2 vs dense %.4f\n",
+          kind, static_cast<long long>(tokens), m.name, 100.0 * density, select_ms, attend_ms,
+          static_cast<double>(visited) * block_flops / attend_ms * 1e-9, total_ms,
+          dense_ms / total_ms, error);
+      CHECK(cudaFree(workspace));
+    }
+  }
+  CHECK(cudaFree(sums));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::int64_t> sizes;
+  for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+  if (sizes.empty()) sizes = {8192, 32768, 75600};
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs; batch 1, 24 heads, head_dim 128, bf16\n", prop.name,
+              prop.multiProcessorCount);
+  for (const std::int64_t n : sizes) run(n);
+  return 0;
+}

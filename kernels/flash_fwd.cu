@@ -1,0 +1,37 @@
+// Instantiations and launcher of the flash forward kernel: one configuration per head_dim, chosen
+// by the benchmark (few instantiations keep the CI build short).
+#include <cmath>
+
+#include "cuda_check.hpp"
+#include "flash_fwd.cuh"
+
+namespace memplan::attention::detail {
+
+namespace {
+
+template <int D, int MT, int STAGES>
+void launch(const FlashParams& params, cudaStream_t stream) {
+  using Cfg = FlashConfig<D, MT, STAGES>;
+  auto* kernel = &flash_fwd_kernel<D, MT, STAGES>;
+  // Above 48 KiB of dynamic shared memory needs an explicit opt-in; it is a host-side attribute,
+  // so setting it on every launch is cheap and legal during stream capture.
+  MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          Cfg::kSmemBytes));
+  const dim3 grid(static_cast<unsigned>(params.blocks), static_cast<unsigned>(params.heads),
+                  static_cast<unsigned>(params.batch));
+  const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)) * M_LOG2E);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params, scale_log2);
+  check_launch("flash_fwd_kernel");
+}
+
+}  // namespace
+
+void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
+  if (params.head_dim == 64) {
+    launch<64, 1, 3>(params, stream);
+  } else {
+    launch<128, 1, 2>(params, stream);
+  }
+}
+
+}  // namespace memplan::attention::detail

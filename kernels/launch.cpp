@@ -1,0 +1,196 @@
+// The public entry points: check every argument, then launch pooling, selection and the flash
+// kernel in stream order. All checks happen before the first launch, so bad input leaves nothing
+// half-done on the stream.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+#include "launchers.hpp"
+#include "memplan/attention/attention.hpp"
+#include "memplan/error.hpp"
+
+namespace memplan::attention {
+
+namespace {
+
+void check_pointer(const void* ptr, std::size_t alignment, const char* name) {
+  if (ptr == nullptr) throw InvalidArgument(fmt::format("attention: {} is null", name));
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  if (address % alignment != 0) {
+    throw InvalidArgument(fmt::format("attention: {} = {} is not {}-byte aligned", name, ptr,
+                                      alignment));
+  }
+}
+
+void check_tensors(const AttentionShape& shape, const AttentionTensors& tensors) {
+  validate(shape);
+  // 16-byte alignment: the kernel moves 16-byte chunks of each token's head.
+  check_pointer(tensors.q, 16, "q");
+  check_pointer(tensors.k, 16, "k");
+  check_pointer(tensors.v, 16, "v");
+  check_pointer(tensors.out, 16, "out");
+  if (tensors.out == tensors.q || tensors.out == tensors.k || tensors.out == tensors.v) {
+    throw InvalidArgument("attention: out aliases an input (the kernel reads Q/K/V while writing)");
+  }
+}
+
+void check_sinks(const AttentionShape& shape, const AttentionPolicy& policy) {
+  const int n = shape.blocks();
+  for (const auto& [name, range] : {std::pair{"sink_keys", policy.sink_keys},
+                                    std::pair{"sink_queries", policy.sink_queries}}) {
+    if (!range.empty() && range.end > n) {
+      throw InvalidArgument(fmt::format("attention: {} = [{}, {}) exceeds the {} blocks of {} tokens",
+                                        name, range.begin, range.end, n, shape.tokens));
+    }
+  }
+}
+
+void check_workspace(const WorkspaceLayout& layout, const void* workspace, std::size_t size) {
+  if (layout.bytes == 0) return;
+  check_pointer(workspace, kWorkspaceAlignment, "workspace");
+  if (size < layout.bytes) {
+    throw InvalidArgument(fmt::format("attention: workspace of {} bytes is smaller than the {} needed",
+                                      size, layout.bytes));
+  }
+}
+
+template <typename T>
+T* at(void* base, std::size_t offset) {
+  return reinterpret_cast<T*>(static_cast<unsigned char*>(base) + offset);
+}
+
+detail::FlashParams flash_params(const AttentionShape& shape, const AttentionTensors& tensors) {
+  detail::FlashParams params;
+  params.q = tensors.q;
+  params.k = tensors.k;
+  params.v = tensors.v;
+  params.out = tensors.out;
+  params.batch = shape.batch;
+  params.heads = shape.heads;
+  params.head_dim = shape.head_dim;
+  params.blocks = shape.blocks();
+  params.tokens = shape.tokens;
+  return params;
+}
+
+// Selection, assuming every argument was checked.
+void select_unchecked(const AttentionShape& shape, const AttentionTensors& tensors,
+                      const AttentionPolicy& policy, const WorkspaceLayout& layout,
+                      void* workspace, cudaStream_t stream) {
+  detail::PoolParams pool;
+  pool.in[0] = tensors.q;
+  pool.in[1] = tensors.k;
+  pool.in[2] = tensors.v;
+  pool.out[0] = at<float>(workspace, layout.pooled_q);
+  pool.out[1] = at<float>(workspace, layout.pooled_k);
+  pool.out[2] = layout.has_pooled_v ? at<float>(workspace, layout.pooled_v) : nullptr;
+  pool.count = layout.has_pooled_v ? 3 : 2;
+  pool.batch = shape.batch;
+  pool.heads = shape.heads;
+  pool.head_dim = shape.head_dim;
+  pool.blocks = shape.blocks();
+  pool.tokens = shape.tokens;
+  detail::run_pool(pool, stream);
+
+  detail::SelectParams select;
+  select.pooled_q = pool.out[0];
+  select.pooled_k = pool.out[1];
+  select.pooled_v = pool.out[2];
+  select.kv_idx = at<int>(workspace, layout.kv_idx);
+  select.kv_count = at<int>(workspace, layout.kv_count);
+  select.coarse = layout.has_coarse ? at<float>(workspace, layout.coarse) : nullptr;
+  select.rows = static_cast<int>(shape.rows());
+  select.blocks = shape.blocks();
+  select.head_dim = shape.head_dim;
+  select.max_k = layout.max_k;
+  // For tau, top_k is the cap; forced blocks come on top of it, within max_k by construction.
+  select.rule = policy.mode == SparsityMode::tau ? detail::SelectRule::threshold
+                                                 : detail::SelectRule::topk;
+  select.tau = policy.tau;
+  select.top_k = selected_blocks(shape, policy);
+  select.sink_key_begin = policy.sink_keys.begin;
+  select.sink_key_end = policy.sink_keys.end;
+  select.sink_query_begin = policy.sink_queries.begin;
+  select.sink_query_end = policy.sink_queries.end;
+  select.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
+  detail::run_select(select, stream);
+}
+
+}  // namespace
+
+BlockList workspace_block_list(const WorkspaceLayout& layout, const void* workspace) {
+  if (layout.bytes == 0) return {};
+  const auto* base = static_cast<const unsigned char*>(workspace);
+  return BlockList{reinterpret_cast<const int*>(base + layout.kv_idx),
+                   reinterpret_cast<const int*>(base + layout.kv_count), layout.max_k};
+}
+
+void launch_selection(const AttentionShape& shape, const AttentionTensors& tensors,
+                      const AttentionPolicy& policy, void* workspace, std::size_t workspace_size,
+                      cudaStream_t stream) {
+  check_tensors(shape, tensors);
+  const WorkspaceLayout layout = workspace_layout(shape, policy);
+  if (policy.mode == SparsityMode::dense) {
+    throw InvalidArgument("attention: selection needs a sparse policy mode, not dense");
+  }
+  check_sinks(shape, policy);
+  check_workspace(layout, workspace, workspace_size);
+  if (shape.rows() > INT32_MAX) {
+    throw InvalidArgument(fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
+  }
+  select_unchecked(shape, tensors, policy, layout, workspace, stream);
+}
+
+void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& tensors,
+                          const BlockList& blocks, const float* coarse, float coarse_gate,
+                          cudaStream_t stream) {
+  check_tensors(shape, tensors);
+  if (blocks.kv_count != nullptr) {
+    check_pointer(blocks.kv_count, alignof(int), "kv_count");
+    check_pointer(blocks.kv_idx, alignof(int), "kv_idx");
+    if (blocks.max_k <= 0 || blocks.max_k > shape.blocks()) {
+      throw InvalidArgument(fmt::format("attention: max_k = {} is outside [1, {}]", blocks.max_k,
+                                        shape.blocks()));
+    }
+  }
+  if (coarse != nullptr) check_pointer(coarse, alignof(float), "coarse");
+  detail::FlashParams params = flash_params(shape, tensors);
+  params.kv_idx = blocks.kv_idx;
+  params.kv_count = blocks.kv_count;
+  params.max_k = blocks.max_k;
+  params.coarse = coarse;
+  params.coarse_gate = coarse_gate;
+  detail::run_flash_forward(params, stream);
+}
+
+SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensors& tensors,
+                              const AttentionPolicy& policy, double step_fraction,
+                              void* workspace, std::size_t workspace_size, cudaStream_t stream) {
+  check_tensors(shape, tensors);
+  const SparsityMode mode = effective_mode(policy, step_fraction, shape.tokens);
+  const WorkspaceLayout layout = workspace_layout(shape, policy);
+  check_sinks(shape, policy);
+  check_workspace(layout, workspace, workspace_size);
+  if (shape.rows() > INT32_MAX) {
+    throw InvalidArgument(fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
+  }
+
+  detail::FlashParams params = flash_params(shape, tensors);
+  if (mode != SparsityMode::dense) {
+    select_unchecked(shape, tensors, policy, layout, workspace, stream);
+    const BlockList blocks = workspace_block_list(layout, workspace);
+    params.kv_idx = blocks.kv_idx;
+    params.kv_count = blocks.kv_count;
+    params.max_k = blocks.max_k;
+    if (layout.has_coarse) {
+      params.coarse = at<const float>(workspace, layout.coarse);
+      params.coarse_gate = policy.coarse_gate;
+    }
+  }
+  detail::run_flash_forward(params, stream);
+  return mode;
+}
+
+}  // namespace memplan::attention

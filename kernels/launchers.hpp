@@ -1,0 +1,55 @@
+// Internal launchers of the device kernels, one per .cu file. The public API (launch.cpp) checks
+// every argument first, so these assume valid input and only check the launch itself.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace memplan::attention::detail {
+
+struct FlashParams {
+  const void* q = nullptr;  // bf16 [batch, tokens, heads, head_dim]
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  int batch = 0, heads = 0, head_dim = 0, blocks = 0;
+  std::int64_t tokens = 0;
+  const int* kv_idx = nullptr;    // [rows, max_k]
+  const int* kv_count = nullptr;  // [rows]; null: every row dense
+  int max_k = 0;
+  const float* coarse = nullptr;  // fp32 [rows, head_dim] or null
+  float coarse_gate = 0.0f;
+};
+void run_flash_forward(const FlashParams& params, cudaStream_t stream);
+
+// Mean of each 64-token block of `count` bf16 tensors into fp32 [batch, heads, blocks, head_dim].
+struct PoolParams {
+  const void* in[3] = {nullptr, nullptr, nullptr};
+  float* out[3] = {nullptr, nullptr, nullptr};
+  int count = 0;
+  int batch = 0, heads = 0, head_dim = 0, blocks = 0;
+  std::int64_t tokens = 0;
+};
+void run_pool(const PoolParams& params, cudaStream_t stream);
+
+enum class SelectRule : int { threshold = 0, topk = 1 };
+
+struct SelectParams {
+  const float* pooled_q = nullptr;  // fp32 [rows, head_dim]
+  const float* pooled_k = nullptr;
+  const float* pooled_v = nullptr;  // coarse only
+  int* kv_idx = nullptr;
+  int* kv_count = nullptr;
+  float* coarse = nullptr;  // null: no coarse output
+  int rows = 0, blocks = 0, head_dim = 0, max_k = 0;
+  SelectRule rule = SelectRule::threshold;
+  float tau = 0.0f;
+  int top_k = 0;  // topk: blocks chosen by score; threshold: cap on them
+  int sink_key_begin = 0, sink_key_end = 0;
+  int sink_query_begin = 0, sink_query_end = 0;
+  float scale = 1.0f;  // 1/sqrt(head_dim)
+};
+void run_select(const SelectParams& params, cudaStream_t stream);
+
+}  // namespace memplan::attention::detail

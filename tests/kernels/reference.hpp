@@ -1,0 +1,60 @@
+// CPU references for the attention tests, in double precision over the bf16-rounded inputs:
+// attention restricted to a block list (expanded to a token mask), mean-pooling, block scores,
+// and the selection rule checked as sets with a tolerance band around the decision boundary.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memplan/attention/policy.hpp"
+#include "memplan/attention/shape.hpp"
+
+namespace memplan::attention::test {
+
+// Inputs as float (already rounded to bf16) and as bf16 bits for upload.
+struct Tensor {
+  std::vector<float> values;
+  std::vector<std::uint16_t> bits;
+};
+
+// Gaussian noise; `structure` > 0 adds a smooth per-block pattern shared by tokens of a block
+// (video-like: neighbouring tokens alike), which makes block scores spread out.
+Tensor random_tensor(const AttentionShape& shape, std::mt19937& rng, float structure);
+
+// Host block list; count[row] == blocks means a dense row. Empty vectors mean all rows dense.
+struct HostBlockList {
+  std::vector<int> idx;
+  std::vector<int> count;
+  int max_k = 0;
+};
+
+// out[b,t,h,d] of softmax(Q K^T / sqrt(d)) V over the listed key blocks, plus gate * coarse.
+std::vector<float> reference_attention(const AttentionShape& shape, const Tensor& q,
+                                       const Tensor& k, const Tensor& v,
+                                       const HostBlockList& list,
+                                       const std::vector<float>* coarse = nullptr,
+                                       float gate = 0.0f);
+
+// Mean of each block: [batch, heads, blocks, head_dim].
+std::vector<double> reference_pool(const AttentionShape& shape, const Tensor& x);
+
+// Block scores [rows, blocks] from pooled Q and K.
+std::vector<double> reference_scores(const AttentionShape& shape, const std::vector<double>& qbar,
+                                     const std::vector<double>& kbar);
+
+// Coarse output [rows, head_dim]: softmax of a score row applied to the pooled V.
+std::vector<double> reference_coarse(const AttentionShape& shape, const std::vector<double>& scores,
+                                     const std::vector<double>& vbar);
+
+// Checks one device row against the rule. Returns an empty string when it conforms, else what
+// is wrong. `top_k` is the topk count or (tau) the cap.
+std::string check_selection_row(const AttentionPolicy& policy, int q_block, int blocks,
+                                int top_k, const double* scores, const int* idx, int count,
+                                int max_k);
+
+// Relative L2 error ||got - want|| / ||want||; NaN in `got` gives +inf.
+double relative_l2(const std::vector<float>& got, const std::vector<float>& want);
+
+}  // namespace memplan::attention::test

@@ -1,0 +1,108 @@
+// Selection + attention through the one-call API, per mode: every block-list row is checked
+// against a CPU reference of the rule (as sets, with a tolerance band at the decision boundary),
+// then the output against the double reference restricted to that list (plus the coarse branch).
+#include <gtest/gtest.h>
+
+#include "gpu_case.hpp"
+#include "support/gpu.hpp"
+
+namespace memplan::attention::test {
+namespace {
+
+struct SelectCase {
+  const char* name;
+  AttentionPolicy policy;
+  int batch;
+  std::int64_t tokens;
+  int head_dim;
+};
+
+AttentionPolicy make(SparsityMode mode, float tau, float keep, float cap, BlockRange sink_keys = {},
+                     BlockRange sink_queries = {}) {
+  AttentionPolicy p;
+  p.mode = mode;
+  p.tau = tau;
+  p.keep_percent = keep;
+  p.max_keep_percent = cap;
+  p.sink_keys = sink_keys;
+  p.sink_queries = sink_queries;
+  p.coarse_gate = 0.5f;
+  return p;
+}
+
+class Selection : public ::testing::TestWithParam<SelectCase> {};
+
+TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  const SelectCase& sc = GetParam();
+  const AttentionShape shape{sc.batch, sc.tokens, 2, sc.head_dim};
+  GpuCase c(shape, 1.0f);  // structured inputs: block scores spread out as in video
+  SCOPED_TRACE(testing::Message() << "seed " << c.seed);
+  const WorkspaceLayout layout = workspace_layout(shape, sc.policy);
+  DeviceBuffer workspace(layout.bytes);
+  workspace.poison();
+  const SparsityMode mode = launch_attention(shape, c.tensors(), sc.policy, 0.5, workspace.get(),
+                                             workspace.bytes(), nullptr);
+  ASSERT_EQ(mode, sc.policy.mode);
+  TEST_CUDA(cudaDeviceSynchronize());
+
+  const int n = shape.blocks();
+  const auto rows = static_cast<std::size_t>(shape.rows());
+  HostBlockList list;
+  list.max_k = layout.max_k;
+  {
+    std::vector<int> all = workspace.download<int>(layout.bytes / sizeof(int));
+    list.idx.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.kv_idx / 4),
+                    all.begin() + static_cast<std::ptrdiff_t>(layout.kv_idx / 4 + rows * layout.max_k));
+    list.count.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.kv_count / 4),
+                      all.begin() + static_cast<std::ptrdiff_t>(layout.kv_count / 4 + rows));
+  }
+  const auto qbar = reference_pool(shape, c.q);
+  const auto kbar = reference_pool(shape, c.k);
+  const auto scores = reference_scores(shape, qbar, kbar);
+  const int top_k = selected_blocks(shape, sc.policy);
+  int bad = 0;
+  for (std::size_t row = 0; row < rows && bad < 5; ++row) {
+    const std::string why = check_selection_row(
+        sc.policy, static_cast<int>(row % n), n, top_k, &scores[row * n],
+        &list.idx[row * layout.max_k], list.count[row], layout.max_k);
+    if (!why.empty()) {
+      ++bad;
+      ADD_FAILURE() << "row " << row << ": " << why;
+    }
+  }
+
+  std::vector<float> coarse;
+  if (layout.has_coarse) {
+    std::vector<float> all = workspace.download<float>(layout.bytes / sizeof(float));
+    coarse.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4),
+                  all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4 + rows * sc.head_dim));
+    const auto vbar = reference_pool(shape, c.v);
+    const auto want = reference_coarse(shape, scores, vbar);
+    EXPECT_LE(relative_l2(coarse, std::vector<float>(want.begin(), want.end())), 1e-3);
+  }
+  const auto want = reference_attention(shape, c.q, c.k, c.v, list,
+                                        layout.has_coarse ? &coarse : nullptr,
+                                        sc.policy.coarse_gate);
+  EXPECT_LE(relative_l2(c.output(), want), kMaxRelativeL2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, Selection,
+    ::testing::Values(
+        SelectCase{"tau1_d64", make(SparsityMode::tau, 1.0f, 10, 100), 2, 2500, 64},
+        SelectCase{"tau15_d128", make(SparsityMode::tau, 1.5f, 10, 100), 2, 2500, 128},
+        SelectCase{"tau2_sinks_d64", make(SparsityMode::tau, 2.0f, 10, 100, {0, 2}, {3, 5}), 1,
+                   3000, 64},
+        SelectCase{"tau0_capped_d128", make(SparsityMode::tau, 0.0f, 10, 5), 2, 2500, 128},
+        SelectCase{"topk10_d128", make(SparsityMode::topk, 0, 10, 100), 2, 2048, 128},
+        SelectCase{"topk25_sinks_d64", make(SparsityMode::topk, 0, 25, 100, {0, 1}, {0, 1}), 2,
+                   1999, 64},
+        SelectCase{"topk_tiny_d64", make(SparsityMode::topk, 0, 10, 100), 1, 100, 64},
+        SelectCase{"coarse10_d128", make(SparsityMode::coarse, 0, 10, 100, {1, 2}, {}), 2, 2500,
+                   128},
+        SelectCase{"coarse20_d64", make(SparsityMode::coarse, 0, 20, 100), 1, 700, 64}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace memplan::attention::test

@@ -1,0 +1,102 @@
+// Host-only: bad arguments throw InvalidArgument before anything is launched. The pointers here
+// are fake (never dereferenced), which is the point: validation must not need a device.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "memplan/attention/attention.hpp"
+#include "memplan/error.hpp"
+
+namespace memplan::attention {
+namespace {
+
+void* fake(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+struct Args {
+  AttentionShape shape{1, 4096, 4, 128};
+  AttentionTensors tensors{fake(0x10000), fake(0x20000), fake(0x30000), fake(0x40000)};
+  AttentionPolicy policy;
+  void* workspace = fake(0x50000);
+  std::size_t workspace_size = 0;
+
+  Args() { workspace_size = workspace_bytes(shape, policy); }
+  void launch() const {
+    (void)launch_attention(shape, tensors, policy, 0.5, workspace, workspace_size, nullptr);
+  }
+};
+
+TEST(AttentionValidation, RejectsUnsupportedHeadDim) {
+  Args a;
+  a.shape.head_dim = 80;
+  EXPECT_THROW(a.launch(), InvalidArgument);
+}
+
+TEST(AttentionValidation, RejectsNullAndMisalignedTensors) {
+  Args a;
+  a.tensors.k = nullptr;
+  EXPECT_THROW(a.launch(), InvalidArgument);
+  Args b;
+  b.tensors.v = fake(0x30008);
+  EXPECT_THROW(b.launch(), InvalidArgument);
+  Args c;
+  c.tensors.out = const_cast<void*>(c.tensors.q);
+  EXPECT_THROW(c.launch(), InvalidArgument);
+}
+
+TEST(AttentionValidation, RejectsSmallOrMisalignedWorkspace) {
+  Args a;
+  a.workspace_size -= 1;
+  try {
+    a.launch();
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(a.workspace_size + 1)), std::string::npos)
+        << e.what();
+  }
+  Args b;
+  b.workspace = fake(0x50080);
+  EXPECT_THROW(b.launch(), InvalidArgument);
+  Args c;
+  c.workspace = nullptr;
+  EXPECT_THROW(c.launch(), InvalidArgument);
+}
+
+TEST(AttentionValidation, RejectsSinksOutsideTheSequence) {
+  Args a;
+  a.policy.sink_keys = {60, 70};  // 4096 tokens = 64 blocks
+  EXPECT_THROW(a.launch(), InvalidArgument);
+  Args b;
+  b.policy.sink_queries = {0, 65};
+  EXPECT_THROW(b.launch(), InvalidArgument);
+}
+
+TEST(AttentionValidation, RejectsBadPolicyAndStep) {
+  Args a;
+  a.policy.keep_percent = -3.0f;
+  EXPECT_THROW(a.launch(), InvalidArgument);
+  Args b;
+  EXPECT_THROW((void)launch_attention(b.shape, b.tensors, b.policy, 2.0, b.workspace,
+                                      b.workspace_size, nullptr),
+               InvalidArgument);
+}
+
+TEST(AttentionValidation, RejectsBadBlockList) {
+  Args a;
+  const BlockList list{static_cast<const int*>(fake(0x60000)), static_cast<const int*>(fake(0x70000)),
+                       0};
+  EXPECT_THROW(launch_flash_forward(a.shape, a.tensors, list, nullptr, 0.0f, nullptr),
+               InvalidArgument);
+  const BlockList no_idx{nullptr, static_cast<const int*>(fake(0x70000)), 4};
+  EXPECT_THROW(launch_flash_forward(a.shape, a.tensors, no_idx, nullptr, 0.0f, nullptr),
+               InvalidArgument);
+}
+
+TEST(AttentionValidation, SelectionNeedsASparseMode) {
+  Args a;
+  a.policy.mode = SparsityMode::dense;
+  EXPECT_THROW(launch_selection(a.shape, a.tensors, a.policy, a.workspace, 0, nullptr),
+               InvalidArgument);
+}
+
+}  // namespace
+}  // namespace memplan::attention
