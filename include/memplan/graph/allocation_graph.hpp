@@ -1,0 +1,109 @@
+// The allocation graph: every trace seen for one kind of step, merged as a tree of events so that
+// shared prefixes are stored once. A node is an event (allocate, free, or the end of a step); the
+// path from the root to an End node is a branch, and each branch has a plan. Offsets live on the
+// Alloc nodes, so every branch through a node gives its buffer the same offset: a branch that
+// forks from another keeps its parent's offsets for the shared prefix (fixed when it is planned).
+//
+// The graph knows offsets, not devices or pointers. Children are a singly linked sibling list:
+// most nodes have one child, so a match is one comparison and nodes need no heap of their own.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "memplan/graph/alloc_key.hpp"
+
+namespace memplan::graph {
+
+using NodeId = std::uint32_t;
+using BranchId = std::uint32_t;
+inline constexpr NodeId kNoNode = std::numeric_limits<NodeId>::max();
+inline constexpr Bytes kUnplanned = -1;
+
+enum class EventKind : std::uint8_t { Root, Alloc, Free, End };
+
+struct Node {
+  EventKind kind = EventKind::Root;
+  bool persistent = false;      // Alloc: a learned rogue site, served from the persistent pool
+  std::uint32_t depth = 0;      // events between the root and this node
+  NodeId parent = kNoNode;
+  NodeId first_child = kNoNode;
+  NodeId next_sibling = kNoNode;
+  NodeId buffer = kNoNode;      // Free: the Alloc node whose buffer it frees
+  BranchId branch = 0;          // End: the branch it closes
+  AllocKey key;                 // Alloc: what the event asked for
+  Bytes offset = kUnplanned;    // Alloc: the planned offset in the arena
+};
+
+struct Branch {
+  NodeId end = kNoNode;         // its End node
+  Bytes arena_bytes = 0;        // the plan's size
+  Bytes lower_bound = 0;        // the planner's bound for this branch
+  bool proven_optimal = false;
+  std::string algorithm;        // which planner stage won
+};
+
+class AllocationGraph {
+ public:
+  AllocationGraph();
+
+  [[nodiscard]] static constexpr NodeId root() noexcept { return 0; }
+  [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
+  [[nodiscard]] Node& node(NodeId id) { return nodes_[id]; }
+  [[nodiscard]] std::size_t node_count() const noexcept { return nodes_.size(); }
+
+  // Matching: the first child of `parent` that is the given event, or kNoNode. Alloc children
+  // must also pass `fits(child)`, so a caller can refuse a node whose range is occupied.
+  template <class Fits>
+  [[nodiscard]] NodeId find_alloc(NodeId parent, const AllocKey& key, Fits&& fits) const {
+    for (NodeId c = nodes_[parent].first_child; c != kNoNode; c = nodes_[c].next_sibling) {
+      const Node& n = nodes_[c];
+      if (n.kind == EventKind::Alloc && n.key == key && fits(c)) return c;
+    }
+    return kNoNode;
+  }
+  [[nodiscard]] NodeId find_free(NodeId parent, NodeId buffer) const {
+    for (NodeId c = nodes_[parent].first_child; c != kNoNode; c = nodes_[c].next_sibling) {
+      if (nodes_[c].kind == EventKind::Free && nodes_[c].buffer == buffer) return c;
+    }
+    return kNoNode;
+  }
+  [[nodiscard]] NodeId find_end(NodeId parent) const {
+    for (NodeId c = nodes_[parent].first_child; c != kNoNode; c = nodes_[c].next_sibling) {
+      if (nodes_[c].kind == EventKind::End) return c;
+    }
+    return kNoNode;
+  }
+
+  // Recording: append a new child (never merged with an existing one: the caller found none).
+  NodeId add_alloc(NodeId parent, const AllocKey& key);
+  NodeId add_free(NodeId parent, NodeId buffer);
+  // Closes a branch at `parent`; the branch is unplanned until plan_branch().
+  BranchId add_end(NodeId parent);
+  // Forgets every node from `first` on (an aborted recording, a branch whose planning failed),
+  // with the branches they close.
+  void truncate(NodeId first);
+
+  [[nodiscard]] const Branch& branch(BranchId id) const { return branches_[id]; }
+  [[nodiscard]] Branch& branch(BranchId id) { return branches_[id]; }
+  [[nodiscard]] std::size_t branch_count() const noexcept { return branches_.size(); }
+
+  // The events from the root (excluded) to `node` (included), in order.
+  [[nodiscard]] std::vector<NodeId> path_to(NodeId node) const;
+
+  // The largest plan of any branch: the arena this graph needs.
+  [[nodiscard]] Bytes arena_bytes() const noexcept { return arena_bytes_; }
+  void note_plan(Bytes bytes) noexcept { arena_bytes_ = std::max(arena_bytes_, bytes); }
+
+ private:
+  NodeId add_child(NodeId parent, Node node);
+
+  std::vector<Node> nodes_;
+  std::vector<Branch> branches_;
+  Bytes arena_bytes_ = 0;
+};
+
+}  // namespace memplan::graph

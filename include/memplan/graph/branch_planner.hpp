@@ -1,0 +1,35 @@
+// Planning a branch: the path from the root to an End node becomes a planner problem (time is an
+// event's depth on the path; a buffer lives from its Alloc to its Free, or to the end), the Alloc
+// nodes that already have offsets (a prefix shared with other branches) are fixed, and ranges
+// still held by rogues are obstacles from when they were taken to the end of the step. The planner's offsets are written back
+// to the branch's new nodes.
+#pragma once
+
+#include <chrono>
+#include <span>
+
+#include "memplan/graph/allocation_graph.hpp"
+#include "memplan/plan/problem.hpp"
+
+namespace memplan::graph {
+
+// A range held for the rest of the step from event `since` on (0: from the step's start).
+struct Obstacle {
+  Bytes offset = 0;
+  Bytes size = 0;
+  std::uint32_t since = 0;
+};
+
+// The planner problem of `branch`: one buffer per non-persistent Alloc node on its path, in path
+// order, then one per obstacle. `nodes` receives the Alloc node of each buffer (obstacles have
+// none).
+[[nodiscard]] plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
+                                           std::span<const Obstacle> obstacles,
+                                           std::vector<NodeId>* nodes = nullptr);
+
+// Plans `branch` and stores its offsets and summary in the graph. Returns the planner's solution.
+plan::Solution plan_branch(AllocationGraph& graph, BranchId branch,
+                           std::span<const Obstacle> obstacles,
+                           std::chrono::milliseconds budget);
+
+}  // namespace memplan::graph

@@ -1,0 +1,58 @@
+// Appending to the tree. New children go to the front of the sibling list: the newest branch is
+// tried first, which is the one a diverging workload is most likely to take again.
+#include "memplan/graph/allocation_graph.hpp"
+
+#include <algorithm>
+
+#include "memplan/error.hpp"
+
+namespace memplan::graph {
+
+AllocationGraph::AllocationGraph() { nodes_.push_back(Node{}); }
+
+NodeId AllocationGraph::add_child(NodeId parent, Node node) {
+  if (nodes_.size() >= kNoNode) throw InvalidState("allocation graph: too many events");
+  const auto id = static_cast<NodeId>(nodes_.size());
+  node.parent = parent;
+  node.depth = nodes_[parent].depth + 1;
+  node.next_sibling = nodes_[parent].first_child;
+  nodes_.push_back(node);
+  nodes_[parent].first_child = id;
+  return id;
+}
+
+NodeId AllocationGraph::add_alloc(NodeId parent, const AllocKey& key) {
+  return add_child(parent, Node{.kind = EventKind::Alloc, .key = key});
+}
+
+NodeId AllocationGraph::add_free(NodeId parent, NodeId buffer) {
+  return add_child(parent, Node{.kind = EventKind::Free, .buffer = buffer});
+}
+
+BranchId AllocationGraph::add_end(NodeId parent) {
+  const auto id = static_cast<BranchId>(branches_.size());
+  const NodeId end = add_child(parent, Node{.kind = EventKind::End, .branch = id});
+  branches_.push_back(Branch{.end = end});
+  return id;
+}
+
+void AllocationGraph::truncate(NodeId first) {
+  // New children were pushed at the front of their parent's list: undo newest first.
+  for (auto id = static_cast<NodeId>(nodes_.size()); id-- > first;) {
+    const Node& n = nodes_[id];
+    // Branches are numbered in node order, so the ones closed in the suffix are the newest.
+    if (n.kind == EventKind::End) branches_.pop_back();
+    if (n.parent < first) nodes_[n.parent].first_child = n.next_sibling;
+  }
+  nodes_.resize(std::max<std::size_t>(first, 1));
+}
+
+std::vector<NodeId> AllocationGraph::path_to(NodeId node) const {
+  std::vector<NodeId> path;
+  path.reserve(nodes_[node].depth);
+  for (NodeId n = node; n != root(); n = nodes_[n].parent) path.push_back(n);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace memplan::graph

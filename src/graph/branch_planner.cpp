@@ -1,0 +1,69 @@
+// Branch -> planner problem -> offsets on the nodes. Frees on the path end lifetimes; a buffer
+// never freed on the path lives to the End node (only a rogue does that, and rogue sites are
+// persistent by the time a branch is planned, so normally none is left).
+#include "memplan/graph/branch_planner.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "memplan/error.hpp"
+#include "memplan/plan/planner.hpp"
+
+namespace memplan::graph {
+
+plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
+                             std::span<const Obstacle> obstacles, std::vector<NodeId>* nodes) {
+  const NodeId end = graph.branch(branch).end;
+  const auto end_time = static_cast<plan::Time>(graph.node(end).depth);
+  plan::Problem problem;
+  std::unordered_map<NodeId, std::size_t> index_of;  // Alloc node -> buffer index
+  if (nodes != nullptr) nodes->clear();
+  for (const NodeId id : graph.path_to(end)) {
+    const Node& n = graph.node(id);
+    if (n.kind == EventKind::Alloc && !n.persistent) {
+      index_of.emplace(id, problem.buffers.size());
+      plan::Buffer b{.id = fmt::format("node{}", id),
+                     .lower = static_cast<plan::Time>(n.depth),
+                     .upper = end_time,
+                     .size = n.key.size,
+                     .alignment = n.key.alignment};
+      if (n.offset != kUnplanned) b.fixed_offset = n.offset;
+      problem.buffers.push_back(std::move(b));
+      if (nodes != nullptr) nodes->push_back(id);
+    } else if (n.kind == EventKind::Free) {
+      if (const auto it = index_of.find(n.buffer); it != index_of.end()) {
+        problem.buffers[it->second].upper = static_cast<plan::Time>(n.depth);
+      }
+    }
+  }
+  for (const Obstacle& o : obstacles) {
+    problem.buffers.push_back(plan::Buffer{.id = fmt::format("obstacle@{}", o.offset),
+                                           .lower = static_cast<plan::Time>(o.since),
+                                           .upper = end_time + 1,
+                                           .size = o.size,
+                                           .fixed_offset = o.offset});
+  }
+  return problem;
+}
+
+plan::Solution plan_branch(AllocationGraph& graph, BranchId branch,
+                           std::span<const Obstacle> obstacles,
+                           std::chrono::milliseconds budget) {
+  std::vector<NodeId> nodes;
+  const plan::Problem problem = branch_problem(graph, branch, obstacles, &nodes);
+  plan::Solution solution = plan::plan(problem, {.budget = budget});
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    Node& n = graph.node(nodes[i]);
+    if (n.offset == kUnplanned) n.offset = solution.offsets[i];
+  }
+  Branch& b = graph.branch(branch);
+  b.arena_bytes = solution.arena_size;
+  b.lower_bound = solution.lower_bound;
+  b.proven_optimal = solution.proven_optimal;
+  b.algorithm = solution.algorithm;
+  graph.note_plan(solution.arena_size);
+  return solution;
+}
+
+}  // namespace memplan::graph

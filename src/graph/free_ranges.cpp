@@ -1,0 +1,90 @@
+// Best fit with alignment over two indexes of the same free ranges: by size to find the
+// smallest range that can hold the request, by offset to merge neighbours on release.
+#include "memplan/graph/free_ranges.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "memplan/error.hpp"
+
+namespace memplan::graph {
+namespace {
+
+Bytes align_up(Bytes value, Bytes alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+}  // namespace
+
+FreeRanges::FreeRanges(Bytes capacity) : capacity_(capacity) {
+  if (capacity > 0) add_free(0, capacity);
+}
+
+void FreeRanges::add_free(Bytes offset, Bytes size) {
+  by_offset_.emplace(offset, size);
+  by_size_.emplace(size, offset);
+}
+
+void FreeRanges::remove_free(std::map<Bytes, Bytes>::iterator it) {
+  by_size_.erase({it->second, it->first});
+  by_offset_.erase(it);
+}
+
+// Takes [offset, offset + size) out of the free range [range_offset, range_offset + range_size).
+void FreeRanges::take(Bytes range_offset, Bytes range_size, Bytes offset, Bytes size) {
+  remove_free(by_offset_.find(range_offset));
+  if (offset > range_offset) add_free(range_offset, offset - range_offset);
+  const Bytes end = offset + size;
+  if (end < range_offset + range_size) add_free(end, range_offset + range_size - end);
+  high_water_ = std::max(high_water_, end);
+}
+
+void FreeRanges::occupy(Bytes offset, Bytes size) {
+  if (size <= 0) return;
+  auto it = by_offset_.upper_bound(offset);
+  if (it == by_offset_.begin() || std::prev(it)->first + std::prev(it)->second < offset + size) {
+    throw InvalidState(fmt::format("free ranges: [{}, {}) is not free", offset, offset + size));
+  }
+  --it;
+  take(it->first, it->second, offset, size);
+}
+
+std::optional<Bytes> FreeRanges::allocate(Bytes size, Bytes alignment) {
+  for (auto it = by_size_.lower_bound({size, 0}); it != by_size_.end(); ++it) {
+    const auto [range_size, range_offset] = *it;
+    const Bytes start = align_up(range_offset, alignment);
+    if (start + size <= range_offset + range_size) {
+      take(range_offset, range_size, start, size);
+      return start;
+    }
+  }
+  return std::nullopt;
+}
+
+void FreeRanges::release(Bytes offset, Bytes size) {
+  if (size <= 0) return;
+  Bytes start = offset;
+  Bytes end = offset + size;
+  auto next = by_offset_.lower_bound(offset);
+  if (next != by_offset_.end() && next->first < end) {
+    throw InvalidState(fmt::format("free ranges: [{}, {}) released twice", offset, end));
+  }
+  if (next != by_offset_.end() && next->first == end) {
+    end += next->second;
+    next = std::next(next);
+    remove_free(std::prev(next));
+  }
+  if (next != by_offset_.begin()) {
+    const auto prev = std::prev(next);
+    if (prev->first + prev->second > start) {
+      throw InvalidState(fmt::format("free ranges: [{}, {}) released twice", offset, offset + size));
+    }
+    if (prev->first + prev->second == start) {
+      start = prev->first;
+      remove_free(prev);
+    }
+  }
+  add_free(start, end - start);
+}
+
+}  // namespace memplan::graph
