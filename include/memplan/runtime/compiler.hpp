@@ -1,0 +1,156 @@
+// The memory compiler: the step-by-step allocator a C++ inference runtime links.
+//
+// The first run of a step records its allocations (served dynamically, best fit, in the arena);
+// at the end of the step the record becomes a branch of the step's allocation graph and is
+// planned. Later runs replay: each allocation matches the next recorded event and gets
+// base + offset, with no allocator call and the same pointer every step. An event that matches
+// nothing is a graph break: counted, logged, and the step records a new branch from there.
+// Allocations inside pause() scopes (or outside any step) go to a persistent pool; allocations of a
+// step still live at its end are rogues: kept intact, reported, and their site learned so that
+// later steps serve it from the pool.
+//
+// Thread safety: every public call takes one internal lock, so a compiler may be shared by
+// threads. Steps do not nest and events of a step are ordered by the lock: a step's allocation
+// sequence is only reproducible (and so replayable) when one thread drives it. Memory safety
+// across streams follows the stream-ordered model: memory freed on one stream and reused on
+// another needs the caller's event between them, as with cudaFreeAsync.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "memplan/arena/backend.hpp"
+#include "memplan/error.hpp"
+#include "memplan/runtime/stats.hpp"
+
+namespace memplan {
+
+// Thrown when a step would add a branch past CompilerOptions::branch_cap (policy Error).
+class BranchLimitExceeded : public InvalidState {
+ public:
+  using InvalidState::InvalidState;
+};
+
+enum class OverCapPolicy : std::uint8_t {
+  Error,    // throw BranchLimitExceeded at the break; the step goes on dynamically
+  Dynamic,  // serve the rest of the step dynamically (best fit, no learning), silently counted
+};
+
+struct CompilerOptions {
+  std::size_t reserve_bytes = std::size_t{64} << 30;       // planned arena: addresses only
+  std::size_t chunk_bytes = std::size_t{64} << 20;         // physical mapping granularity
+  std::size_t pool_reserve_bytes = std::size_t{64} << 30;  // persistent pool: addresses only
+  std::size_t pool_chunk_bytes = std::size_t{64} << 20;
+  std::size_t default_alignment = 256;                     // every pointer is aligned to this
+  std::size_t branch_cap = 64;                             // branches per step name
+  OverCapPolicy over_cap = OverCapPolicy::Error;
+  std::chrono::milliseconds plan_budget{200};              // exact-search time per new branch
+  bool trim_after_recording = true;  // unmap what recording touched beyond the plans
+};
+
+class Compiler;
+
+// RAII guards. A step guard destroyed by an exception aborts the step instead of ending it.
+class StepGuard {
+ public:
+  StepGuard(StepGuard&& other) noexcept;
+  StepGuard(const StepGuard&) = delete;
+  StepGuard& operator=(const StepGuard&) = delete;
+  StepGuard& operator=(StepGuard&&) = delete;
+  ~StepGuard();
+  void end();  // ends the step now (throws like Compiler::end_step)
+
+ private:
+  friend class Compiler;
+  explicit StepGuard(Compiler& compiler);
+  Compiler* compiler_;
+  int exceptions_;
+};
+
+class ScopeGuard {
+ public:
+  ScopeGuard(ScopeGuard&& other) noexcept : compiler_(std::exchange(other.compiler_, nullptr)) {}
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(ScopeGuard&&) = delete;
+  ~ScopeGuard();
+
+ private:
+  friend class Compiler;
+  explicit ScopeGuard(Compiler& compiler) : compiler_(&compiler) {}
+  Compiler* compiler_;
+};
+
+class PauseGuard {
+ public:
+  PauseGuard(PauseGuard&& other) noexcept : compiler_(std::exchange(other.compiler_, nullptr)) {}
+  PauseGuard(const PauseGuard&) = delete;
+  PauseGuard& operator=(const PauseGuard&) = delete;
+  PauseGuard& operator=(PauseGuard&&) = delete;
+  ~PauseGuard();
+
+ private:
+  friend class Compiler;
+  explicit PauseGuard(Compiler& compiler) : compiler_(&compiler) {}
+  Compiler* compiler_;
+};
+
+class Compiler {
+ public:
+  // The backend provides physical memory for the planned arena and the pool, and counts calls.
+  explicit Compiler(arena::PhysicalBackend& backend, CompilerOptions options = {});
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+  ~Compiler();
+
+  // `bytes` > 0, aligned to max(alignment, default_alignment). The stream becomes a user of the
+  // arena (unmapping waits for it). The tag, when given, must match on replay too.
+  [[nodiscard]] void* allocate(std::size_t bytes, arena::StreamRef stream = {},
+                               std::string_view tag = {}, std::size_t alignment = 0);
+  // nullptr is ignored. A pointer the compiler does not own throws arena::ForeignPointer; one it
+  // already freed throws arena::DoubleFree. Neither changes any state.
+  void deallocate(void* p, arena::StreamRef stream = {});
+
+  [[nodiscard]] StepGuard step(std::string_view name);
+  [[nodiscard]] ScopeGuard scope(std::string_view name);
+  [[nodiscard]] PauseGuard pause();
+
+  // The same, without guards. end_step throws InvalidState if a pause opened in the step is
+  // still open (the step stays open); abort_step never throws.
+  void begin_step(std::string_view name);
+  void end_step();
+  void abort_step() noexcept;
+  void begin_scope(std::string_view name);
+  void end_scope();
+  void begin_pause();
+  void end_pause();
+
+  [[nodiscard]] bool in_step() const;
+  [[nodiscard]] Stats stats() const;
+  [[nodiscard]] std::vector<BreakRecord> breaks() const;
+  // A readable report: stats, branches per step, the last breaks, live rogues.
+  [[nodiscard]] std::string report() const;
+
+  // Between steps: unmaps planned-arena memory above what the plans and live rogues need, and the
+  // pool's free chunks at its top. Waits for the arena's user streams first.
+  void trim();
+  // Between steps: unmaps all planned-arena memory (addresses kept; the next step maps it back).
+  // Throws InvalidState while rogues live in the arena.
+  void release();
+
+  // The arena's base address: stable for the compiler's life.
+  [[nodiscard]] void* arena_base() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memplan

@@ -1,0 +1,63 @@
+// What the memory compiler counts, as plain data: steps, graph breaks and why, rogues, memory.
+// Stats is a snapshot (copy it, diff it); the break log keeps one record per break.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "memplan/arena/call_counts.hpp"
+
+namespace memplan {
+
+enum class BreakReason : std::uint8_t {
+  UnknownAllocation,  // no recorded allocation of this size/alignment/tag at this point
+  RangeOccupied,      // the recorded allocation matches, but a rogue still holds its range
+  UnexpectedFree,     // a free the record does not have here (a different order, say)
+  UnexpectedEnd,      // the step ended where the record goes on
+};
+inline constexpr std::size_t kBreakReasons = 4;
+[[nodiscard]] std::string_view break_reason_name(BreakReason reason) noexcept;
+
+struct BreakRecord {
+  std::uint64_t step = 0;        // step serial number (0-based, over all step names)
+  std::string step_name;
+  std::string scope;             // the scope path at the break, "denoise/block.3"
+  std::uint64_t event = 0;       // index of the event within the step
+  BreakReason reason = BreakReason::UnknownAllocation;
+  std::string expected;          // what the allocation graph had at this point
+  std::string came;              // what the program did instead
+};
+
+struct Stats {
+  std::uint64_t steps_recorded = 0;   // steps that recorded some or all of their events
+  std::uint64_t steps_replayed = 0;   // steps served wholly from a known branch
+  std::uint64_t steps_aborted = 0;    // steps ended by an exception (abort_step)
+  std::uint64_t steps_dynamic = 0;    // steps served without learning, past the branch cap
+  std::uint64_t graph_breaks = 0;
+  std::array<std::uint64_t, kBreakReasons> breaks_by_reason{};
+  std::uint64_t branches = 0;
+
+  std::uint64_t replayed_allocations = 0;  // served from a plan: base + offset
+  std::uint64_t recorded_allocations = 0;  // served dynamically while recording
+  std::uint64_t paused_allocations = 0;    // inside pause scopes or outside steps: the pool
+  std::uint64_t learned_site_allocations = 0;  // at learned rogue sites: the pool
+
+  std::uint64_t rogues = 0;           // rogues ever found (allocations live at step end)
+  std::uint64_t rogue_bytes = 0;
+  std::uint64_t live_rogues = 0;      // rogues not yet freed
+  std::uint64_t live_rogue_bytes = 0;
+  std::uint64_t learned_rogue_sites = 0;
+
+  std::uint64_t planned_peak_bytes = 0;  // the largest plan of any branch
+  std::uint64_t lower_bound_bytes = 0;   // that branch's lower bound
+  std::uint64_t mapped_bytes = 0;        // physical memory mapped for planned buffers
+  std::uint64_t reserved_bytes = 0;      // virtual addresses reserved for them
+  std::uint64_t pool_mapped_bytes = 0;   // the persistent pool's physical memory
+  std::uint64_t pool_allocated_bytes = 0;
+
+  arena::CallCounts backend_calls;       // every call the physical backend made
+};
+
+}  // namespace memplan

@@ -1,0 +1,204 @@
+// The public face of the compiler: each call takes the lock and hands over to Impl. Guards are
+// thin RAII wrappers; a step guard unwound by an exception aborts its step.
+#include "memplan/runtime/compiler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "compiler_impl.hpp"
+#include "memplan/log.hpp"
+
+namespace memplan {
+namespace {
+
+CompilerOptions checked(CompilerOptions options) {
+  if (options.branch_cap == 0) throw InvalidArgument("CompilerOptions: branch_cap must be >= 1");
+  if (!std::has_single_bit(options.default_alignment) || options.default_alignment > 4096) {
+    throw InvalidArgument(fmt::format(
+        "CompilerOptions: default_alignment {} is not a power of two in [1, 4096]",
+        options.default_alignment));
+  }
+  return options;
+}
+
+}  // namespace
+
+Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
+    : backend(backend_),
+      options(checked(std::move(options_))),
+      arena(backend_, options.reserve_bytes,
+            arena::ArenaOptions{.chunk_bytes = options.chunk_bytes, .name = "planned arena"}),
+      pool(backend_, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
+                                        .chunk_bytes = options.pool_chunk_bytes,
+                                        .name = "persistent pool"}) {}
+
+Compiler::Compiler(arena::PhysicalBackend& backend, CompilerOptions options)
+    : impl_(std::make_unique<Impl>(backend, std::move(options))) {}
+
+Compiler::~Compiler() {
+  if (impl_ == nullptr) return;
+  if (impl_->current != nullptr) impl_->abort_step();
+  if (!impl_->rogues.empty()) {
+    logger().warn("compiler destroyed with {} live rogue(s) ({} B); their memory is unmapped",
+                  impl_->stats.live_rogues, impl_->stats.live_rogue_bytes);
+  }
+}
+
+void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
+                         std::size_t alignment) {
+  const std::lock_guard lock(impl_->mutex);
+  if (!(stream == impl_->last_stream)) [[unlikely]] {
+    if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) == impl_->streams.end()) {
+      impl_->arena.add_user(stream);
+      impl_->pool.arena().add_user(stream);
+      impl_->streams.push_back(stream);
+    }
+    impl_->last_stream = stream;
+  }
+  return impl_->allocate(bytes, tag, alignment);
+}
+
+void Compiler::deallocate(void* p, arena::StreamRef /*stream*/) {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->deallocate(p);
+}
+
+void Compiler::begin_step(std::string_view name) {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->begin_step(name);
+}
+
+void Compiler::end_step() {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->end_step();
+}
+
+void Compiler::abort_step() noexcept {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->abort_step();
+}
+
+void Compiler::begin_scope(std::string_view name) {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->scopes.emplace_back(name);
+}
+
+void Compiler::end_scope() {
+  const std::lock_guard lock(impl_->mutex);
+  if (impl_->scopes.empty()) throw InvalidState("end_scope: no scope is open");
+  impl_->scopes.pop_back();
+}
+
+void Compiler::begin_pause() {
+  const std::lock_guard lock(impl_->mutex);
+  ++impl_->pause_depth;
+  if (impl_->current != nullptr) ++impl_->pauses_in_step;
+}
+
+void Compiler::end_pause() {
+  const std::lock_guard lock(impl_->mutex);
+  if (impl_->pause_depth == 0) throw InvalidState("end_pause: no pause is open");
+  --impl_->pause_depth;
+  if (impl_->current != nullptr && impl_->pauses_in_step > 0) --impl_->pauses_in_step;
+}
+
+StepGuard Compiler::step(std::string_view name) {
+  begin_step(name);
+  return StepGuard(*this);
+}
+
+ScopeGuard Compiler::scope(std::string_view name) {
+  begin_scope(name);
+  return ScopeGuard(*this);
+}
+
+PauseGuard Compiler::pause() {
+  begin_pause();
+  return PauseGuard(*this);
+}
+
+bool Compiler::in_step() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->current != nullptr;
+}
+
+Stats Compiler::stats() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->snapshot();
+}
+
+std::vector<BreakRecord> Compiler::breaks() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->break_log;
+}
+
+std::string Compiler::report() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->report();
+}
+
+void Compiler::trim() {
+  const std::lock_guard lock(impl_->mutex);
+  if (impl_->current != nullptr) throw InvalidState("trim: a step is running");
+  impl_->trim_arena();
+  impl_->pool.trim();
+}
+
+void Compiler::release() {
+  const std::lock_guard lock(impl_->mutex);
+  if (impl_->current != nullptr) throw InvalidState("release: a step is running");
+  if (!impl_->occupied.empty()) {
+    throw InvalidState(fmt::format("release: {} rogue(s) ({} B) still live in the arena",
+                                   impl_->stats.live_rogues, impl_->stats.live_rogue_bytes));
+  }
+  impl_->arena.release();
+}
+
+void* Compiler::arena_base() const noexcept { return impl_->arena.base(); }
+
+StepGuard::StepGuard(Compiler& compiler)
+    : compiler_(&compiler), exceptions_(std::uncaught_exceptions()) {}
+
+StepGuard::StepGuard(StepGuard&& other) noexcept
+    : compiler_(std::exchange(other.compiler_, nullptr)), exceptions_(other.exceptions_) {}
+
+StepGuard::~StepGuard() {
+  if (compiler_ == nullptr) return;
+  if (std::uncaught_exceptions() > exceptions_) {
+    compiler_->abort_step();
+    return;
+  }
+  try {
+    compiler_->end_step();
+  } catch (const std::exception& e) {
+    logger().error("step guard: end_step failed ({}); the step is aborted", e.what());
+    compiler_->abort_step();
+  }
+}
+
+void StepGuard::end() {
+  Compiler* c = std::exchange(compiler_, nullptr);
+  if (c != nullptr) c->end_step();
+}
+
+ScopeGuard::~ScopeGuard() {
+  if (compiler_ == nullptr) return;
+  try {
+    compiler_->end_scope();
+  } catch (const std::exception& e) {
+    logger().error("scope guard: {}", e.what());
+  }
+}
+
+PauseGuard::~PauseGuard() {
+  if (compiler_ == nullptr) return;
+  try {
+    compiler_->end_pause();
+  } catch (const std::exception& e) {
+    logger().error("pause guard: {}", e.what());
+  }
+}
+
+}  // namespace memplan

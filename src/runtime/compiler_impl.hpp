@@ -1,0 +1,138 @@
+// The compiler's state, shared by the files of src/runtime/: compiler.cpp (public calls, locking,
+// guards), step_events.cpp (begin/allocate/deallocate/end: replay and recording), rogues.cpp
+// (what outlives a step) and report.cpp (stats and the readable report).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "memplan/arena/arena.hpp"
+#include "memplan/arena/persistent_pool.hpp"
+#include "memplan/graph/allocation_graph.hpp"
+#include "memplan/graph/branch_planner.hpp"
+#include "memplan/graph/free_ranges.hpp"
+#include "memplan/graph/occupied_ranges.hpp"
+#include "memplan/runtime/compiler.hpp"
+
+namespace memplan {
+
+using graph::Bytes;
+using graph::NodeId;
+
+// One allocation graph per step name, with the pointer each node's buffer has while it is live in
+// the running step (indexed by node id; nullptr when not live).
+struct StepGraph {
+  std::string name;
+  graph::AllocationGraph graph;
+  std::vector<void*> live{nullptr};
+  std::uint64_t steps = 0;
+};
+
+// How the running step is served.
+enum class StepMode : std::uint8_t {
+  Replay,   // following a known branch: base + offset
+  Record,   // after a break, or the first time: best fit, events appended to the graph
+  Dynamic,  // past the branch cap: best fit, nothing learned
+};
+
+// A live buffer of the running step while it records: where its bytes are.
+struct Instance {
+  NodeId node = graph::kNoNode;  // kNoNode in Dynamic mode
+  Bytes offset = 0;
+  Bytes size = 0;
+};
+
+// An allocation of a finished step that is still live.
+struct Rogue {
+  Bytes offset = 0;              // in the planned arena
+  Bytes size = 0;
+  std::uint64_t tag = 0;
+  std::uint64_t step = 0;
+  std::uint32_t since = 0;       // the event (node depth) that allocated it in that step
+  std::string step_name;
+};
+
+struct Compiler::Impl {
+  Impl(arena::PhysicalBackend& backend, CompilerOptions options);
+
+  // step_events.cpp
+  void begin_step(std::string_view name);
+  void* allocate(std::size_t bytes, std::string_view tag, std::size_t alignment);
+  void deallocate(void* p);
+  void end_step();
+  void abort_step() noexcept;
+
+  void* serve_replayed(NodeId node, std::size_t bytes);
+  void start_recording();
+  void* record_allocate(const graph::AllocKey& key, std::string_view tag);
+  void record_free(void* p);
+  void graph_break(BreakReason reason, std::string came);
+  bool is_live_in_step(void* p) const;
+  void plan_recorded_branch();
+  void finish_step() noexcept;
+  void trim_arena();
+
+  // rogues.cpp
+  void harvest_rogues(bool learn_sites);
+  void make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site);
+  [[nodiscard]] std::vector<graph::Obstacle> obstacles_for_branch(NodeId last) const;
+  void free_outside_step(void* p);
+  [[nodiscard]] Bytes arena_bytes_needed() const;
+
+  // report.cpp
+  [[nodiscard]] std::string describe_expected() const;
+  [[nodiscard]] std::string describe_key(const graph::AllocKey& key) const;
+  [[nodiscard]] std::string scope_path() const;
+  [[nodiscard]] Stats snapshot() const;
+  [[nodiscard]] std::string report() const;
+
+  [[nodiscard]] Bytes offset_of(const void* p) const noexcept {
+    return static_cast<Bytes>(static_cast<const std::byte*>(p) -
+                              static_cast<const std::byte*>(arena.base()));
+  }
+  [[nodiscard]] graph::AllocationGraph& graph() noexcept { return current->graph; }
+
+  arena::PhysicalBackend& backend;
+  CompilerOptions options;
+  arena::Arena arena;
+  arena::PersistentPool pool;
+  mutable std::mutex mutex;
+
+  std::map<std::string, std::unique_ptr<StepGraph>, std::less<>> graphs;
+  std::vector<arena::StreamRef> streams;  // users of the arena
+  arena::StreamRef last_stream;
+
+  // The running step.
+  StepGraph* current = nullptr;
+  StepMode mode = StepMode::Replay;
+  NodeId cursor = graph::AllocationGraph::root();
+  std::uint64_t step_serial = 0;
+  std::uint64_t event_index = 0;
+  std::vector<std::string> scopes;
+  int pause_depth = 0;
+  int pauses_in_step = 0;  // pauses opened in the running step and still open
+
+  // Recording state of the running step.
+  std::optional<graph::FreeRanges> free_ranges;
+  std::unordered_map<void*, Instance> recorded;        // live arena buffers of the step
+  std::unordered_map<void*, NodeId> step_pool_live;    // live learned-site buffers of the step
+  NodeId first_recorded = graph::kNoNode;              // forgotten if the step aborts
+
+  // What outlives steps.
+  std::unordered_map<void*, Rogue> rogues;
+  graph::OccupiedRanges occupied;                      // the rogues' arena ranges
+  std::unordered_set<std::uint64_t> learned_tags;
+  std::unordered_map<std::uint64_t, std::string> tag_names;
+
+  Stats stats;
+  std::vector<BreakRecord> break_log;
+};
+
+}  // namespace memplan

@@ -1,0 +1,119 @@
+// Words for people: what a break expected and what came, the stats snapshot, the report.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler_impl.hpp"
+
+namespace memplan {
+
+std::string_view break_reason_name(BreakReason reason) noexcept {
+  switch (reason) {
+    case BreakReason::UnknownAllocation: return "unknown allocation";
+    case BreakReason::RangeOccupied: return "range held by a rogue";
+    case BreakReason::UnexpectedFree: return "unexpected free";
+    case BreakReason::UnexpectedEnd: return "unexpected end of step";
+  }
+  return "unknown";
+}
+
+std::string Compiler::Impl::describe_key(const graph::AllocKey& key) const {
+  std::string text = fmt::format("{} B align {}", key.size, key.alignment);
+  if (key.tag != 0) {
+    const auto name = tag_names.find(key.tag);
+    text += name != tag_names.end() ? fmt::format(" tag '{}'", name->second)
+                                    : fmt::format(" tag #{:016x}", key.tag);
+  }
+  return text;
+}
+
+std::string Compiler::Impl::describe_expected() const {
+  const graph::AllocationGraph& g = current->graph;
+  std::vector<std::string> choices;
+  for (NodeId c = g.node(cursor).first_child; c != graph::kNoNode; c = g.node(c).next_sibling) {
+    const graph::Node& n = g.node(c);
+    switch (n.kind) {
+      case graph::EventKind::Alloc: choices.push_back("alloc " + describe_key(n.key)); break;
+      case graph::EventKind::Free:
+        choices.push_back(fmt::format("free of the {} B buffer of event {}",
+                                      g.node(n.buffer).key.size, g.node(n.buffer).depth - 1));
+        break;
+      case graph::EventKind::End: choices.emplace_back("end of step"); break;
+      case graph::EventKind::Root: break;
+    }
+  }
+  if (choices.empty()) return "nothing (no branch continues here)";
+  constexpr std::size_t kShown = 4;
+  std::string text = fmt::format("{}", fmt::join(choices.begin(),
+                                                 choices.begin() + static_cast<std::ptrdiff_t>(
+                                                     std::min(choices.size(), kShown)),
+                                                 " or "));
+  if (choices.size() > kShown) text += fmt::format(" (or {} more)", choices.size() - kShown);
+  return text;
+}
+
+std::string Compiler::Impl::scope_path() const {
+  std::string path = current != nullptr ? current->name : std::string();
+  for (const std::string& s : scopes) path += "/" + s;
+  return path;
+}
+
+Stats Compiler::Impl::snapshot() const {
+  Stats s = stats;
+  s.mapped_bytes = arena.mapped_bytes();
+  s.reserved_bytes = arena.reserved_bytes();
+  const arena::PoolStats pool_stats = pool.stats();
+  s.pool_mapped_bytes = pool_stats.mapped_bytes;
+  s.pool_allocated_bytes = pool_stats.allocated_bytes;
+  s.backend_calls = backend.calls();
+  return s;
+}
+
+std::string Compiler::Impl::report() const {
+  const Stats s = snapshot();
+  std::string out = fmt::format(
+      "memplan compiler report\n"
+      "  steps: {} recorded, {} replayed, {} aborted, {} dynamic\n"
+      "  graph breaks: {} ({} unknown allocation, {} range held by a rogue, {} unexpected free, "
+      "{} unexpected end)\n"
+      "  branches: {}\n"
+      "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites\n"
+      "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned\n"
+      "  planned peak: {} B (lower bound {} B)\n"
+      "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
+      "  backend calls: {} memory calls, {} in all\n",
+      s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.graph_breaks,
+      s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2], s.breaks_by_reason[3],
+      s.branches, s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
+      s.learned_site_allocations, s.rogues, s.rogue_bytes, s.live_rogues, s.live_rogue_bytes,
+      s.learned_rogue_sites, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
+      s.reserved_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes,
+      s.backend_calls.memory_calls(), s.backend_calls.total());
+  for (const auto& [name, g] : graphs) {
+    out += fmt::format("  step '{}': {} runs, {} branches, {} events in the graph\n", name,
+                       g->steps, g->graph.branch_count(), g->graph.node_count() - 1);
+    for (std::size_t b = 0; b < g->graph.branch_count(); ++b) {
+      const graph::Branch& br = g->graph.branch(static_cast<graph::BranchId>(b));
+      out += fmt::format("    branch {}: {} events, plan {} B, bound {} B, {}{}\n", b,
+                         g->graph.node(br.end).depth, br.arena_bytes, br.lower_bound,
+                         br.algorithm, br.proven_optimal ? " (optimal)" : "");
+    }
+  }
+  constexpr std::size_t kShownBreaks = 8;
+  const std::size_t first = break_log.size() > kShownBreaks ? break_log.size() - kShownBreaks : 0;
+  for (std::size_t i = first; i < break_log.size(); ++i) {
+    const BreakRecord& b = break_log[i];
+    out += fmt::format("  break: step {} '{}' event {} scope '{}': {}; expected {}; came {}\n",
+                       b.step, b.step_name, b.event, b.scope, break_reason_name(b.reason),
+                       b.expected, b.came);
+  }
+  for (const auto& [p, r] : rogues) {
+    const auto name = tag_names.find(r.tag);
+    out += fmt::format("  live rogue: {} B at offset {}{} from step {} '{}'\n", r.size, r.offset,
+                       name == tag_names.end() ? std::string() : " tagged '" + name->second + "'",
+                       r.step, r.step_name);
+  }
+  return out;
+}
+
+}  // namespace memplan

@@ -1,0 +1,119 @@
+// What outlives a step. A rogue keeps its bytes where they are; its range joins the occupied set
+// that replay checks and that later plans treat as an obstacle, so it costs its own size. Its site
+// (the graph node, and its tag) is learned: later steps serve that allocation from the pool.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler_impl.hpp"
+#include "memplan/arena/pointer_errors.hpp"
+#include "memplan/log.hpp"
+
+namespace memplan {
+
+void Compiler::Impl::harvest_rogues(bool learn_sites) {
+  std::vector<void*>& live = current->live;
+  if (mode == StepMode::Replay) {
+    const graph::AllocationGraph& g = graph();
+    for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
+      const graph::Node& node = g.node(n);
+      if (node.kind != graph::EventKind::Alloc || live[n] == nullptr) continue;
+      if (!node.persistent) make_rogue(live[n], node.offset, node.key.size, n, learn_sites);
+      live[n] = nullptr;
+    }
+  } else {
+    for (const auto& [p, instance] : recorded) {
+      make_rogue(p, instance.offset, instance.size, instance.node,
+                 learn_sites && instance.node != graph::kNoNode);
+      if (instance.node != graph::kNoNode) live[instance.node] = nullptr;
+    }
+    recorded.clear();
+  }
+  // Learned-site buffers still live stay in the pool; they are freed from there whenever.
+  for (const auto& [p, node] : step_pool_live) {
+    if (node != graph::kNoNode) live[node] = nullptr;
+  }
+  step_pool_live.clear();
+}
+
+void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
+  const bool has_site = node != graph::kNoNode;
+  const std::uint64_t tag = has_site ? graph().node(node).key.tag : 0;
+  rogues.emplace(p, Rogue{.offset = offset,
+                          .size = size,
+                          .tag = tag,
+                          .step = step_serial,
+                          .since = has_site ? graph().node(node).depth : 0,
+                          .step_name = current->name});
+  occupied.add(offset, size);
+  ++stats.rogues;
+  stats.rogue_bytes += static_cast<std::uint64_t>(size);
+  ++stats.live_rogues;
+  stats.live_rogue_bytes += static_cast<std::uint64_t>(size);
+  const auto name = tag_names.find(tag);
+  logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (offset {}){}", size,
+                name == tag_names.end() ? std::string() : fmt::format(" tagged '{}'", name->second),
+                step_serial, current->name, offset,
+                learn_site ? "; its site is served from the persistent pool from now on" : "");
+  if (learn_site && !graph().node(node).persistent) {
+    graph().node(node).persistent = true;
+    ++stats.learned_rogue_sites;
+    if (tag != 0) learned_tags.insert(tag);
+  }
+}
+
+void Compiler::Impl::free_outside_step(void* p) {
+  if (const auto it = rogues.find(p); it != rogues.end()) {
+    occupied.remove(it->second.offset);
+    --stats.live_rogues;
+    stats.live_rogue_bytes -= static_cast<std::uint64_t>(it->second.size);
+    rogues.erase(it);
+    return;
+  }
+  if (pool.owns(p)) {
+    pool.deallocate(p);  // throws DoubleFree or ForeignPointer, changing nothing
+    return;
+  }
+  if (arena.contains(p)) {
+    throw arena::DoubleFree(fmt::format(
+        "deallocate {}: no live allocation starts there in the arena at {} (freed already, or "
+        "not the start of an allocation)",
+        p, arena.base()));
+  }
+  throw arena::ForeignPointer(fmt::format(
+      "deallocate {}: not owned by this compiler (arena {} + {} B, pool {} + {} B)", p,
+      arena.base(), arena.reserved_bytes(), pool.arena().base(), pool.arena().reserved_bytes()));
+}
+
+// Rogues are obstacles for the whole of the branch's next steps, where they are live from the
+// start. A rogue of this very step may sit where a buffer of the replayed prefix was earlier in
+// the step (recording reused the range); the prefix's offsets are fixed, so that rogue is an
+// obstacle only from its own allocation on (the next step breaks there if it is still live).
+std::vector<graph::Obstacle> Compiler::Impl::obstacles_for_branch(NodeId last) const {
+  const graph::AllocationGraph& g = current->graph;
+  std::vector<std::pair<Bytes, Bytes>> fixed;  // [offset, end) of the fixed prefix buffers
+  for (NodeId n = last; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
+    const graph::Node& node = g.node(n);
+    if (node.kind == graph::EventKind::Alloc && !node.persistent && n < first_recorded) {
+      fixed.emplace_back(node.offset, node.offset + node.key.size);
+    }
+  }
+  std::vector<graph::Obstacle> obstacles;
+  for (const auto& [p, r] : rogues) {
+    const bool clashes =
+        r.step == step_serial && std::any_of(fixed.begin(), fixed.end(), [&](const auto& f) {
+          return f.first < r.offset + r.size && r.offset < f.second;
+        });
+    obstacles.push_back({r.offset, r.size, clashes ? r.since : 0u});
+  }
+  return obstacles;
+}
+
+Bytes Compiler::Impl::arena_bytes_needed() const {
+  Bytes need = 0;
+  for (const auto& [name, g] : graphs) need = std::max(need, g->graph.arena_bytes());
+  occupied.for_each([&](Bytes offset, Bytes size) { need = std::max(need, offset + size); });
+  return need;
+}
+
+}  // namespace memplan

@@ -1,0 +1,339 @@
+// The events of a step. Replay is the fast path: the next recorded event is a child of the cursor,
+// so an allocation is one key comparison and base + offset, and a free is one pointer comparison.
+// Anything else is a graph break: the step switches to recording, serving the rest of its events
+// best fit around whatever is live, and at its end the new branch is planned.
+#include <fmt/format.h>
+
+#include <bit>
+
+#include "compiler_impl.hpp"
+#include "memplan/arena/pointer_errors.hpp"
+#include "memplan/graph/branch_planner.hpp"
+#include "memplan/log.hpp"
+
+namespace memplan {
+
+void Compiler::Impl::begin_step(std::string_view name) {
+  if (current != nullptr) {
+    throw InvalidState(fmt::format("begin_step '{}': step '{}' is still running (steps do not nest)",
+                                   name, current->name));
+  }
+  auto it = graphs.find(name);
+  if (it == graphs.end()) {
+    auto g = std::make_unique<StepGraph>();
+    g->name = std::string(name);
+    it = graphs.emplace(g->name, std::move(g)).first;
+  }
+  StepGraph& g = *it->second;
+  // A no-op once mapped; maps back after release(). Throws before the step starts.
+  arena.ensure_mapped(static_cast<std::size_t>(g.graph.arena_bytes()));
+  current = &g;
+  cursor = graph::AllocationGraph::root();
+  event_index = 0;
+  pauses_in_step = 0;
+  ++g.steps;
+  if (g.graph.branch_count() == 0) {
+    mode = StepMode::Record;  // the first run of a step records; that is not a break
+    start_recording();
+  } else {
+    mode = StepMode::Replay;
+  }
+}
+
+void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
+  const std::size_t align = std::max(alignment, options.default_alignment);
+  if (bytes == 0 || bytes > arena::PersistentPool::kMaxRequestBytes) {
+    throw InvalidArgument(fmt::format("allocate: size {} is outside [1, {}]", bytes,
+                                      arena::PersistentPool::kMaxRequestBytes));
+  }
+  if ((alignment != 0 && !std::has_single_bit(alignment)) || align > options.chunk_bytes) {
+    throw InvalidArgument(fmt::format(
+        "allocate: alignment {} is not a power of two no larger than the chunk ({} B)", alignment,
+        options.chunk_bytes));
+  }
+  if (current == nullptr || pause_depth > 0) {
+    if (align > arena::PersistentPool::kAlignment) {
+      throw InvalidArgument(fmt::format("allocate: alignment {} inside a pause (the pool aligns to {})",
+                                        align, arena::PersistentPool::kAlignment));
+    }
+    void* p = pool.allocate(bytes);
+    ++stats.paused_allocations;
+    return p;
+  }
+  const graph::AllocKey key{static_cast<Bytes>(bytes), static_cast<Bytes>(align),
+                            graph::tag_hash(tag)};
+  if (mode == StepMode::Replay) {
+    const graph::AllocationGraph& g = graph();
+    const NodeId match = g.find_alloc(cursor, key, [&](NodeId c) {
+      const graph::Node& n = g.node(c);
+      return n.persistent || occupied.empty() || !occupied.overlaps(n.offset, n.key.size);
+    });
+    if (match != graph::kNoNode) [[likely]] return serve_replayed(match, bytes);
+    const bool held = g.find_alloc(cursor, key, [](NodeId) { return true; }) != graph::kNoNode;
+    if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
+    graph_break(held ? BreakReason::RangeOccupied : BreakReason::UnknownAllocation,
+                fmt::format("alloc {}", describe_key(key)));
+  }
+  return record_allocate(key, tag);
+}
+
+void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
+  const graph::Node& n = graph().node(node);
+  void* p = nullptr;
+  if (n.persistent) {
+    p = pool.allocate(bytes);
+    step_pool_live.emplace(p, node);
+    ++stats.learned_site_allocations;
+  } else {
+    p = arena.address(static_cast<std::size_t>(n.offset));
+    ++stats.replayed_allocations;
+  }
+  current->live[node] = p;
+  cursor = node;
+  ++event_index;
+  return p;
+}
+
+void Compiler::Impl::deallocate(void* p) {
+  if (p == nullptr) return;
+  if (current != nullptr) {
+    if (mode == StepMode::Replay) {
+      graph::AllocationGraph& g = graph();
+      std::vector<void*>& live = current->live;
+      for (NodeId c = g.node(cursor).first_child; c != graph::kNoNode; c = g.node(c).next_sibling) {
+        const graph::Node& n = g.node(c);
+        if (n.kind != graph::EventKind::Free || live[n.buffer] != p) continue;
+        if (g.node(n.buffer).persistent) {
+          pool.deallocate(p);
+          step_pool_live.erase(p);
+        }
+        live[n.buffer] = nullptr;
+        cursor = c;
+        ++event_index;
+        return;
+      }
+      if (is_live_in_step(p)) {
+        graph_break(BreakReason::UnexpectedFree, fmt::format("free of {}", p));
+        record_free(p);
+        return;
+      }
+    } else if (recorded.contains(p) || step_pool_live.contains(p)) {
+      record_free(p);
+      return;
+    }
+  }
+  free_outside_step(p);
+}
+
+// Slow path of a replayed free: is `p` a buffer of this step that the record frees elsewhere?
+bool Compiler::Impl::is_live_in_step(void* p) const {
+  if (step_pool_live.contains(p)) return true;
+  if (!arena.contains(p) || rogues.contains(p)) return false;
+  const graph::AllocationGraph& g = current->graph;
+  for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
+    if (g.node(n).kind == graph::EventKind::Alloc && current->live[n] == p) return true;
+  }
+  return false;
+}
+
+void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
+  ++stats.graph_breaks;
+  ++stats.breaks_by_reason[static_cast<std::size_t>(reason)];
+  BreakRecord record{.step = step_serial,
+                     .step_name = current->name,
+                     .scope = scope_path(),
+                     .event = event_index,
+                     .reason = reason,
+                     .expected = describe_expected(),
+                     .came = std::move(came)};
+  logger().warn("graph break in step {} '{}' at event {} (scope '{}'): {}; expected {}, came {}",
+                record.step, record.step_name, record.event, record.scope,
+                break_reason_name(reason), record.expected, record.came);
+  constexpr std::size_t kMaxLoggedBreaks = 4096;  // the counters go on; the log stays bounded
+  if (break_log.size() < kMaxLoggedBreaks) break_log.push_back(std::move(record));
+
+  const bool capped = graph().branch_count() >= options.branch_cap;
+  mode = capped ? StepMode::Dynamic : StepMode::Record;
+  start_recording();
+  if (capped && options.over_cap == OverCapPolicy::Error) {
+    throw BranchLimitExceeded(fmt::format(
+        "step '{}' would need branch {} but the cap is {} (CompilerOptions::branch_cap); the "
+        "rest of this step is served dynamically. Divergence: {}",
+        current->name, graph().branch_count() + 1, options.branch_cap, break_log.back().came));
+  }
+}
+
+// Builds the best-fit view of the arena around everything live: the replayed prefix and rogues.
+void Compiler::Impl::start_recording() {
+  free_ranges.emplace(static_cast<Bytes>(arena.reserved_bytes()));
+  recorded.clear();
+  const graph::AllocationGraph& g = graph();
+  for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
+    const graph::Node& node = g.node(n);
+    void* p = current->live[n];
+    if (node.kind != graph::EventKind::Alloc || p == nullptr || node.persistent) continue;
+    free_ranges->occupy(node.offset, node.key.size);
+    recorded.emplace(p, Instance{n, node.offset, node.key.size});
+  }
+  occupied.for_each([&](Bytes offset, Bytes size) { free_ranges->occupy(offset, size); });
+  first_recorded = static_cast<NodeId>(g.node_count());
+}
+
+void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_view tag) {
+  if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
+  const bool learning = mode == StepMode::Record;
+  graph::AllocationGraph& g = graph();
+  if (key.tag != 0 && learned_tags.contains(key.tag) && key.alignment <= 256) {
+    void* p = pool.allocate(static_cast<std::size_t>(key.size));
+    NodeId node = graph::kNoNode;
+    if (learning) {
+      node = cursor = g.add_alloc(cursor, key);
+      g.node(node).persistent = true;
+      current->live.push_back(p);
+    }
+    step_pool_live.emplace(p, node);
+    ++stats.learned_site_allocations;
+    ++event_index;
+    return p;
+  }
+  const auto offset = free_ranges->allocate(key.size, key.alignment);
+  if (!offset) {
+    throw OutOfMemory(fmt::format(
+        "allocate {} B (step '{}'): no free range in the arena's {} reserved bytes while "
+        "recording ({} mapped, {} in live rogues); raise CompilerOptions::reserve_bytes",
+        key.size, current->name, arena.reserved_bytes(), arena.mapped_bytes(),
+        stats.live_rogue_bytes));
+  }
+  try {
+    arena.ensure_mapped(static_cast<std::size_t>(*offset + key.size));
+  } catch (...) {
+    free_ranges->release(*offset, key.size);
+    throw;
+  }
+  void* p = arena.address(static_cast<std::size_t>(*offset));
+  NodeId node = graph::kNoNode;
+  if (learning) {
+    node = cursor = g.add_alloc(cursor, key);
+    current->live.push_back(p);
+  }
+  recorded.emplace(p, Instance{node, *offset, key.size});
+  ++stats.recorded_allocations;
+  ++event_index;
+  return p;
+}
+
+void Compiler::Impl::record_free(void* p) {
+  NodeId node = graph::kNoNode;
+  if (const auto it = step_pool_live.find(p); it != step_pool_live.end()) {
+    node = it->second;
+    pool.deallocate(p);
+    step_pool_live.erase(it);
+  } else {
+    const auto rec = recorded.find(p);
+    node = rec->second.node;
+    free_ranges->release(rec->second.offset, rec->second.size);
+    recorded.erase(rec);
+  }
+  if (node != graph::kNoNode) {
+    current->live[node] = nullptr;
+    if (mode == StepMode::Record) {
+      cursor = graph().add_free(cursor, node);
+      current->live.push_back(nullptr);
+    }
+  }
+  ++event_index;
+}
+
+void Compiler::Impl::end_step() {
+  if (current == nullptr) throw InvalidState("end_step: no step is running");
+  if (pauses_in_step > 0) {
+    throw InvalidState(fmt::format(
+        "end_step '{}': {} pause scope(s) opened in this step are still open; close them first "
+        "(the step stays open)",
+        current->name, pauses_in_step));
+  }
+  if (mode == StepMode::Replay) {
+    if (graph().find_end(cursor) != graph::kNoNode) {
+      harvest_rogues(/*learn_sites=*/true);
+      ++stats.steps_replayed;
+      finish_step();
+      return;
+    }
+    graph_break(BreakReason::UnexpectedEnd, "end of step");
+  }
+  harvest_rogues(/*learn_sites=*/mode == StepMode::Record);
+  if (mode == StepMode::Record) {
+    plan_recorded_branch();  // if it throws, the step stays open; a guard then aborts it
+    ++stats.steps_recorded;
+  } else {
+    ++stats.steps_dynamic;
+  }
+  finish_step();
+}
+
+// The recorded path becomes a branch: planned around the rogues still live, mapped, trimmed.
+void Compiler::Impl::plan_recorded_branch() {
+  graph::AllocationGraph& g = graph();
+  const std::vector<graph::Obstacle> obstacles = obstacles_for_branch(cursor);
+  const graph::BranchId branch = g.add_end(cursor);
+  current->live.push_back(nullptr);
+  plan::Solution solution;
+  try {
+    solution = graph::plan_branch(g, branch, obstacles, options.plan_budget);
+  } catch (...) {
+    g.truncate(g.branch(branch).end);  // no half-made branch stays behind
+    current->live.resize(g.node_count());
+    throw;
+  }
+  ++stats.branches;
+  if (static_cast<std::uint64_t>(solution.arena_size) > stats.planned_peak_bytes) {
+    stats.planned_peak_bytes = static_cast<std::uint64_t>(solution.arena_size);
+    stats.lower_bound_bytes = static_cast<std::uint64_t>(solution.lower_bound);
+  }
+  logger().info("step '{}': branch {} planned: {} B (lower bound {} B, {}{})", current->name,
+                branch, solution.arena_size, solution.lower_bound, solution.algorithm,
+                solution.proven_optimal ? ", optimal" : "");
+  try {
+    arena.ensure_mapped(static_cast<std::size_t>(g.arena_bytes()));
+    if (options.trim_after_recording) trim_arena();
+  } catch (const Error& e) {
+    // The next begin_step maps it again and reports the failure there.
+    logger().error("step '{}': mapping the planned arena failed: {}", current->name, e.what());
+  }
+}
+
+void Compiler::Impl::trim_arena() {
+  arena.trim(static_cast<std::size_t>(arena_bytes_needed()));
+}
+
+void Compiler::Impl::abort_step() noexcept {
+  if (current == nullptr) return;
+  try {
+    harvest_rogues(/*learn_sites=*/false);
+    if (mode == StepMode::Record && first_recorded < graph().node_count()) {
+      graph().truncate(first_recorded);
+      current->live.resize(graph().node_count());
+    }
+    ++stats.steps_aborted;
+    logger().warn("step '{}' aborted at event {}; {} rogue(s) live", current->name, event_index,
+                  stats.live_rogues);
+  } catch (const std::exception& e) {
+    logger().error("step '{}': abort failed: {}", current->name, e.what());
+  }
+  finish_step();
+}
+
+void Compiler::Impl::finish_step() noexcept {
+  current = nullptr;
+  cursor = graph::AllocationGraph::root();
+  free_ranges.reset();
+  recorded.clear();
+  step_pool_live.clear();
+  first_recorded = graph::kNoNode;
+  scopes.clear();
+  pause_depth -= pauses_in_step;
+  pauses_in_step = 0;
+  ++step_serial;
+}
+
+}  // namespace memplan

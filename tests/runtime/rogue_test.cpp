@@ -1,0 +1,141 @@
+// Field test 4 and its relatives: rogues keep their bytes, cost their own size, and are learned,
+// so breaks and memory stay flat over many steps.
+#include "step_program.hpp"
+
+namespace memplan::testing {
+namespace {
+
+constexpr int kBlocks = 48;
+constexpr int kRope = 1000;
+constexpr int kStatsBase = 2000;
+
+struct Flat {
+  std::uint64_t breaks, rogues, mapped, pool_allocated, pool_mapped;
+  friend bool operator==(const Flat&, const Flat&) = default;
+};
+
+Flat flat(Harness& h) {
+  const Stats s = h.compiler().stats();
+  return {s.graph_breaks, s.rogues, s.mapped_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes};
+}
+
+// The diffusion workflow of the field report: sparse attention from step 5 builds a padded
+// rope-frequency table once and keeps it, and each block keeps pooled key statistics from one
+// step to the next. `paused` puts both allocations inside pause scopes.
+void run_workflow(Harness& h, int steps, bool paused, std::vector<Flat>* history) {
+  const std::size_t tokens = 2048;
+  for (int s = 0; s < steps; ++s) {
+    const bool sparse = s >= 5;
+    {
+      auto step = h.compiler().step("denoise");
+      if (sparse && !h.is_live(kRope)) h.allocate(kRope, 3 * tokens * 64, "rope_freqs", paused);
+      int id = 0;
+      h.allocate(id, tokens * 128);
+      for (int b = 0; b < kBlocks; ++b) {
+        auto scope = h.compiler().scope("block");
+        const int qkv = ++id, attn = ++id;
+        h.allocate(qkv, 3 * tokens * 128);
+        if (sparse) {
+          const int stats = kStatsBase + b;
+          if (h.is_live(stats)) h.release(stats);  // last step's statistics
+          h.allocate(stats, 32 * 128 * 4, "pooled_k_stats", paused);
+        }
+        h.allocate(attn, tokens * 128);
+        h.release(qkv);
+        h.release(attn);
+      }
+      h.release(0);
+    }
+    h.expect_all_intact();
+    if (history != nullptr) history->push_back(flat(h));
+  }
+}
+
+TEST(Rogues, CacheAndPooledStatisticsOutsidePauseStayFlat) {
+  Harness h;
+  std::vector<Flat> history;
+  run_workflow(h, 50, /*paused=*/false, &history);
+  // Two new paths (the first sparse step allocates the cache, later ones do not); nothing after.
+  EXPECT_LE(history.back().breaks, 2u);
+  for (int s = 8; s < 50; ++s) EXPECT_EQ(history[s], history[7]) << "step " << s;
+  const Stats st = h.compiler().stats();
+  EXPECT_GE(st.learned_rogue_sites, 1u + kBlocks);     // the cache and each block's statistics
+  EXPECT_LE(st.rogues, 1u + 2u * kBlocks);             // found once or twice per site, never per step
+  EXPECT_GE(st.learned_site_allocations, 40u * kBlocks);  // later steps use the pool
+  // Rogues cost their own size, not a chunk each.
+  EXPECT_LE(st.live_rogue_bytes, 3u * 2048 * 64 + kBlocks * 32u * 128 * 4);
+}
+
+TEST(Rogues, InsidePauseThereAreNoRoguesAndNoExtraBreaks) {
+  Harness h;
+  std::vector<Flat> history;
+  run_workflow(h, 50, /*paused=*/true, &history);
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.rogues, 0u);
+  // Sparse steps differ from dense ones only by paused allocations: the graph never breaks.
+  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.paused_allocations, 1u + 45u * kBlocks);
+  for (int s = 6; s < 50; ++s) EXPECT_EQ(history[s], history[5]) << "step " << s;
+}
+
+TEST(Rogues, ABufferFreedOneStepLateIsLearnedWithoutABreak) {
+  Harness h;
+  for (int s = 0; s < 20; ++s) {
+    auto step = h.compiler().step("denoise");
+    if (h.is_live(7)) h.release(7);  // the previous step's buffer, one step late
+    h.allocate(1, 1 << 16);
+    h.allocate(7, 12345);            // kept to the next step
+    h.allocate(2, 1 << 16);
+    h.release(1);
+    h.release(2);
+  }
+  h.expect_all_intact();
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.graph_breaks, 0u);  // the recording planned around it: no break at all
+  EXPECT_EQ(st.rogues, 1u);
+  EXPECT_EQ(st.learned_rogue_sites, 1u);
+  EXPECT_EQ(st.learned_site_allocations, 19u);
+}
+
+TEST(Rogues, ARogueOfAReplayedStepIsLearnedAndItsRangeAvoided) {
+  Harness h;
+  const Program program{alloc(1, 1 << 16), free_(1), alloc(2, 1 << 16), free_(2)};
+  for (int s = 0; s < 3; ++s) h.run_step(program);  // 1 and 2 share their bytes
+  h.run_step({alloc(1, 1 << 16)});  // this time buffer 1 outlives the step: a new, shorter path
+  EXPECT_EQ(h.compiler().stats().rogues, 1u);
+  // Buffer 1's site is now served by the pool; buffer 2's planned range is still held by the
+  // rogue, so the next step breaks there instead of overwriting it.
+  const Program other{alloc(3, 1 << 16), free_(3), alloc(2, 1 << 16), free_(2)};
+  h.run_step(other);
+  h.expect_all_intact();
+  h.release(1);
+  for (int s = 0; s < 5; ++s) h.run_step(other);
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.graph_breaks, 2u);
+  EXPECT_EQ(st.breaks_by_reason[static_cast<int>(BreakReason::UnexpectedEnd)], 1u);
+  EXPECT_EQ(st.breaks_by_reason[static_cast<int>(BreakReason::RangeOccupied)], 1u);
+  EXPECT_EQ(st.live_rogues, 0u);
+  EXPECT_EQ(st.learned_site_allocations, 6u);
+}
+
+TEST(Rogues, TaggedRogueSiteIsServedFromThePoolOnANewPathToo) {
+  Harness h;
+  {
+    auto step = h.compiler().step("denoise");
+    h.allocate(1, 4096, "cache");
+  }
+  h.release(1);
+  for (int s = 0; s < 3; ++s) {
+    auto step = h.compiler().step("denoise");
+    h.allocate(2, 100);  // a new path
+    h.allocate(3, 4096, "cache");
+    h.release(2);
+    h.release(3);
+  }
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.rogues, 1u);
+  EXPECT_EQ(st.learned_site_allocations, 3u);
+}
+
+}  // namespace
+}  // namespace memplan::testing
