@@ -77,12 +77,16 @@ void pool_churn(benchmark::State& state, PhysicalBackend& backend) {
   for (std::size_t i = 0; i < live.size(); ++i) live[i] = pool.allocate(sizes[i]);
   std::size_t k = 0;
   for (auto _ : state) {
-    const std::size_t slot = (k * 7919) % live.size();
+    const std::size_t slot = (k * 7919) & (live.size() - 1);  // sizes are powers of two: no division
     pool.deallocate(live[slot]);
-    live[slot] = pool.allocate(sizes[k % sizes.size()]);
+    live[slot] = pool.allocate(sizes[k & (sizes.size() - 1)]);
     benchmark::DoNotOptimize(live[slot]);
     ++k;
   }
+  const PoolStats s = pool.stats();
+  state.counters["mapped_MiB"] = static_cast<double>(s.mapped_bytes) / kMiB;
+  state.counters["live_MiB"] = static_cast<double>(s.allocated_bytes) / kMiB;
+  state.counters["blocks"] = static_cast<double>(s.blocks);
   for (void* p : live) pool.deallocate(p);
   state.SetItemsProcessed(state.iterations());
 }
@@ -173,9 +177,9 @@ void BM_CudaMallocAsyncChurn(benchmark::State& state) {
   for (std::size_t i = 0; i < live.size(); ++i) cudaMallocAsync(&live[i], sizes[i], stream);
   std::size_t k = 0;
   for (auto _ : state) {
-    const std::size_t slot = (k * 7919) % live.size();
+    const std::size_t slot = (k * 7919) & (live.size() - 1);  // sizes are powers of two: no division
     cudaFreeAsync(live[slot], stream);
-    cudaMallocAsync(&live[slot], sizes[k % sizes.size()], stream);
+    cudaMallocAsync(&live[slot], sizes[k & (sizes.size() - 1)], stream);
     benchmark::DoNotOptimize(live[slot]);
     ++k;
   }
