@@ -1,5 +1,7 @@
 // Instantiations and launcher of the flash forward kernel: one configuration per head_dim, chosen
-// by the benchmark (few instantiations keep the CI build short).
+// by a sweep on the H200 (few instantiations keep the CI build short). Dense, 24 heads, 32k tokens:
+// d=128: 16 rows/warp 3 stages 302 TFLOP/s, 2 stages 297, 32 rows/warp 115-180 (register spills);
+// d=64: 32 rows/warp 3 stages 292, 16 rows/warp 278.
 #include <cmath>
 
 #include "cuda_check.hpp"
@@ -28,9 +30,9 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
   if (params.head_dim == 64) {
-    launch<64, 1, 3>(params, stream);
+    launch<64, 2, 3>(params, stream);
   } else {
-    launch<128, 1, 2>(params, stream);
+    launch<128, 1, 3>(params, stream);
   }
 }
 
