@@ -18,8 +18,10 @@ using detail::SearchModel;
 using detail::SearchOutcome;
 using Clock = std::chrono::steady_clock;
 
-// Far beyond what the 2-core CI machine searches in a second; the index would not fit first.
+// Each search node costs time linear in the buffers of its part: beyond these sizes a budget of
+// seconds buys too few nodes to matter, and the index would crowd memory.
 constexpr std::size_t kMaxModelEntries = std::size_t{1} << 25;
+constexpr std::size_t kMaxSearchBuffers = 20000;
 
 // Branching orders, each descending by three keys: lifetime length (W), area (A) and the
 // busiest section total the buffer takes part in (T). WAT, TAW and TWA complement each other.
@@ -110,7 +112,8 @@ Bytes round_up(Bytes value, Bytes granularity) {
 }  // namespace
 
 bool exact_search_fits(const Problem& problem) {
-  return detail::model_footprint(problem) <= kMaxModelEntries;
+  return problem.buffers.size() <= kMaxSearchBuffers &&
+         detail::model_footprint(problem) <= kMaxModelEntries;
 }
 
 ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, Bytes lower_bound,

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <utility>
 
 #include "cross_sections.hpp"
@@ -67,16 +68,20 @@ class GreedyContext {
         graph_(lifetimes_),
         keys_(order_keys(problem, occupying_, lifetimes_)) {}
 
+  [[nodiscard]] std::size_t overlap_entries() const { return graph_.entry_count(); }
+
   // Runs one strategy; gives up (empty plan) as soon as its arena passes `give_up_above`, since
   // an arena only grows as buffers are added and so could no longer win.
   std::optional<GreedyPlan> run(GreedyOrder order, Fit fit,
                                 Bytes give_up_above = std::numeric_limits<Bytes>::max()) {
     local_offsets_.assign(occupying_.size(), kUnplaced);
+    placed_.assign(occupying_.size(), {kUnplaced, kUnplaced});
     std::vector<int> free;  // the buffers this strategy decides, in its order
     for (std::size_t v = 0; v < occupying_.size(); ++v) {
       const Buffer& b = problem_.buffers[occupying_[v]];
       if (b.fixed_offset) {
         local_offsets_[v] = *b.fixed_offset;  // obstacles before anything else
+        placed_[v] = {*b.fixed_offset, *b.fixed_offset + b.size};
       } else {
         free.push_back(static_cast<int>(v));
       }
@@ -84,8 +89,10 @@ class GreedyContext {
     sort_by(order, free);
     for (const int v : free) {
       const Bytes offset = place(v, fit);
+      const Bytes top = offset + keys_.size[static_cast<std::size_t>(v)];
       local_offsets_[static_cast<std::size_t>(v)] = offset;
-      if (offset + keys_.size[static_cast<std::size_t>(v)] > give_up_above) return std::nullopt;
+      placed_[static_cast<std::size_t>(v)] = {offset, top};
+      if (top > give_up_above) return std::nullopt;
     }
 
     GreedyPlan plan;
@@ -143,10 +150,11 @@ class GreedyContext {
     const Buffer& b = problem_.buffers[occupying_[static_cast<std::size_t>(v)]];
     taken_.clear();
     for (const int u : graph_.neighbours(v)) {
-      const Bytes at = local_offsets_[static_cast<std::size_t>(u)];
-      if (at != kUnplaced) taken_.emplace_back(at, at + keys_.size[static_cast<std::size_t>(u)]);
+      const std::pair<Bytes, Bytes>& span = placed_[static_cast<std::size_t>(u)];
+      if (span.first != kUnplaced) taken_.push_back(span);
     }
-    std::sort(taken_.begin(), taken_.end());
+    std::sort(taken_.begin(), taken_.end(),
+              [](const auto& lhs, const auto& rhs) { return lhs.first < rhs.first; });
     Bytes cursor = 0;  // everything below is known taken (or unusable)
     Bytes best = kUnplaced;
     Bytes best_slack = std::numeric_limits<Bytes>::max();
@@ -170,6 +178,7 @@ class GreedyContext {
   IntervalGraph graph_;
   OrderKeys keys_;
   std::vector<Bytes> local_offsets_;
+  std::vector<std::pair<Bytes, Bytes>> placed_;  // [begin, end) once placed: one load per visit
   std::vector<std::pair<Bytes, Bytes>> taken_;  // scratch: [begin, end) of placed neighbours
 };
 
@@ -177,6 +186,11 @@ constexpr GreedyOrder kOrders[] = {GreedyOrder::Size,      GreedyOrder::Pressure
                                    GreedyOrder::Area,      GreedyOrder::Length,
                                    GreedyOrder::Conflicts, GreedyOrder::Start};
 constexpr Fit kFits[] = {Fit::Best, Fit::First};
+
+// Above this many overlap entries a run costs tens of milliseconds; the portfolio then keeps
+// to the orders that win most often (size and pressure) so that it stays well under a second.
+constexpr std::size_t kLargeGraphEntries = std::size_t{1} << 22;
+constexpr std::size_t kOrdersForLargeGraphs = 2;
 
 }  // namespace
 
@@ -200,8 +214,11 @@ GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit) {
 
 GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough) {
   GreedyContext context(problem);
+  const std::span<const GreedyOrder> orders(
+      kOrders, context.overlap_entries() > kLargeGraphEntries ? kOrdersForLargeGraphs
+                                                              : std::size(kOrders));
   std::optional<GreedyPlan> best;
-  for (const GreedyOrder order : kOrders) {
+  for (const GreedyOrder order : orders) {
     for (const Fit fit : kFits) {
       // Ties keep the earlier plan: a later one must be strictly smaller.
       std::optional<GreedyPlan> plan =
