@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <mutex>
 
 #include "compiler_impl.hpp"
 #include "memplan/log.hpp"
@@ -32,7 +33,8 @@ Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
             arena::ArenaOptions{.chunk_bytes = options.chunk_bytes, .name = "planned arena"}),
       pool(backend_, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
                                         .chunk_bytes = options.pool_chunk_bytes,
-                                        .name = "persistent pool"}) {}
+                                        .name = "persistent pool"}),
+      lock(options.thread_safe) {}
 
 Compiler::Compiler(arena::PhysicalBackend& backend, CompilerOptions options)
     : impl_(std::make_unique<Impl>(backend, std::move(options))) {}
@@ -48,7 +50,7 @@ Compiler::~Compiler() {
 
 void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
                          std::size_t alignment) {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   if (!(stream == impl_->last_stream)) [[unlikely]] {
     if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) == impl_->streams.end()) {
       impl_->arena.add_user(stream);
@@ -61,44 +63,44 @@ void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string
 }
 
 void Compiler::deallocate(void* p, arena::StreamRef /*stream*/) {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   impl_->deallocate(p);
 }
 
 void Compiler::begin_step(std::string_view name) {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   impl_->begin_step(name);
 }
 
 void Compiler::end_step() {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   impl_->end_step();
 }
 
 void Compiler::abort_step() noexcept {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   impl_->abort_step();
 }
 
 void Compiler::begin_scope(std::string_view name) {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   impl_->scopes.emplace_back(name);
 }
 
 void Compiler::end_scope() {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   if (impl_->scopes.empty()) throw InvalidState("end_scope: no scope is open");
   impl_->scopes.pop_back();
 }
 
 void Compiler::begin_pause() {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   ++impl_->pause_depth;
   if (impl_->current != nullptr) ++impl_->pauses_in_step;
 }
 
 void Compiler::end_pause() {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   if (impl_->pause_depth == 0) throw InvalidState("end_pause: no pause is open");
   --impl_->pause_depth;
   if (impl_->current != nullptr && impl_->pauses_in_step > 0) --impl_->pauses_in_step;
@@ -120,34 +122,34 @@ PauseGuard Compiler::pause() {
 }
 
 bool Compiler::in_step() const {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   return impl_->current != nullptr;
 }
 
 Stats Compiler::stats() const {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   return impl_->snapshot();
 }
 
 std::vector<BreakRecord> Compiler::breaks() const {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   return impl_->break_log;
 }
 
 std::string Compiler::report() const {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   return impl_->report();
 }
 
 void Compiler::trim() {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   if (impl_->current != nullptr) throw InvalidState("trim: a step is running");
   impl_->trim_arena();
   impl_->pool.trim();
 }
 
 void Compiler::release() {
-  const std::lock_guard lock(impl_->mutex);
+  const std::lock_guard guard(impl_->lock);
   if (impl_->current != nullptr) throw InvalidState("release: a step is running");
   if (!impl_->occupied.empty()) {
     throw InvalidState(fmt::format("release: {} rogue(s) ({} B) still live in the arena",

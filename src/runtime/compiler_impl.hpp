@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -19,6 +18,7 @@
 #include "memplan/graph/branch_planner.hpp"
 #include "memplan/graph/free_ranges.hpp"
 #include "memplan/graph/occupied_ranges.hpp"
+#include "compiler_lock.hpp"
 #include "memplan/runtime/compiler.hpp"
 
 namespace memplan {
@@ -103,7 +103,7 @@ struct Compiler::Impl {
   CompilerOptions options;
   arena::Arena arena;
   arena::PersistentPool pool;
-  mutable std::mutex mutex;
+  mutable CompilerLock lock;
 
   std::map<std::string, std::unique_ptr<StepGraph>, std::less<>> graphs;
   std::vector<arena::StreamRef> streams;  // users of the arena
@@ -115,6 +115,7 @@ struct Compiler::Impl {
   NodeId cursor = graph::AllocationGraph::root();
   std::uint64_t step_serial = 0;
   std::uint64_t event_index = 0;
+  std::size_t live_in_step = 0;  // buffers of the running step not yet freed: rogues if any at end
   std::vector<std::string> scopes;
   int pause_depth = 0;
   int pauses_in_step = 0;  // pauses opened in the running step and still open

@@ -12,6 +12,7 @@
 namespace memplan {
 
 void Compiler::Impl::harvest_rogues(bool learn_sites) {
+  if (live_in_step == 0) return;  // the common case: everything was freed, nothing to walk
   std::vector<void*>& live = current->live;
   if (mode == StepMode::Replay) {
     const graph::AllocationGraph& g = graph();
@@ -34,6 +35,7 @@ void Compiler::Impl::harvest_rogues(bool learn_sites) {
     if (node != graph::kNoNode) live[node] = nullptr;
   }
   step_pool_live.clear();
+  live_in_step = 0;
 }
 
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {

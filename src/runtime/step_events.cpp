@@ -91,6 +91,7 @@ void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
   current->live[node] = p;
   cursor = node;
   ++event_index;
+  ++live_in_step;
   return p;
 }
 
@@ -110,6 +111,7 @@ void Compiler::Impl::deallocate(void* p) {
         live[n.buffer] = nullptr;
         cursor = c;
         ++event_index;
+        --live_in_step;
         return;
       }
       if (is_live_in_step(p)) {
@@ -194,6 +196,7 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
     step_pool_live.emplace(p, node);
     ++stats.learned_site_allocations;
     ++event_index;
+    ++live_in_step;
     return p;
   }
   const auto offset = free_ranges->allocate(key.size, key.alignment);
@@ -219,6 +222,7 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
   recorded.emplace(p, Instance{node, *offset, key.size});
   ++stats.recorded_allocations;
   ++event_index;
+  ++live_in_step;
   return p;
 }
 
@@ -242,6 +246,7 @@ void Compiler::Impl::record_free(void* p) {
     }
   }
   ++event_index;
+  --live_in_step;
 }
 
 void Compiler::Impl::end_step() {
@@ -330,6 +335,7 @@ void Compiler::Impl::finish_step() noexcept {
   recorded.clear();
   step_pool_live.clear();
   first_recorded = graph::kNoNode;
+  live_in_step = 0;
   scopes.clear();
   pause_depth -= pauses_in_step;
   pauses_in_step = 0;

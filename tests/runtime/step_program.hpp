@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,29 @@ inline Op alloc(int id, std::size_t size, std::string tag = {}) {
 inline Op paused_alloc(int id, std::size_t size) { return {Op::Alloc, id, size, {}, true}; }
 inline Op free_(int id) { return {Op::Free, id}; }
 
-// A compiler on the host backend, small enough for CI, with the fill-and-check shadow model.
-class Harness {
+// Host memory for the harness: the host backend, bytes filled and checked in place.
+struct HostMemory {
+  using Backend = arena::HostBackend;
+  static std::unique_ptr<Backend> make_backend() {
+    return std::make_unique<Backend>(arena::HostBackendOptions{.commit = false});
+  }
+  static void fill(void* p, std::size_t size, unsigned char value) { std::memset(p, value, size); }
+  // The index of the first byte that differs from `value`, or `size` when all match.
+  static std::size_t first_difference(const void* p, std::size_t size, unsigned char value) {
+    const auto* bytes = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < size; ++i) {
+      if (bytes[i] != value) return i;
+    }
+    return size;
+  }
+};
+
+// A compiler over `Memory`'s backend, small enough for CI, with the fill-and-check shadow model.
+template <class Memory>
+class BasicHarness {
  public:
-  explicit Harness(CompilerOptions options = small_options())
-      : backend_(arena::HostBackendOptions{.commit = false}), compiler_(backend_, options) {}
+  explicit BasicHarness(CompilerOptions options = small_options())
+      : backend_(Memory::make_backend()), compiler_(*backend_, options) {}
 
   static CompilerOptions small_options() {
     CompilerOptions o;
@@ -48,7 +67,7 @@ class Harness {
   }
 
   Compiler& compiler() { return compiler_; }
-  arena::HostBackend& backend() { return backend_; }
+  typename Memory::Backend& backend() { return *backend_; }
 
   // Runs `program` as one step named `name`; buffers not freed stay live (rogues or kept).
   // Returns the pointer of each allocation in program order.
@@ -75,7 +94,7 @@ class Harness {
     }
     expect_no_overlap(p, size);
     const auto pattern = static_cast<unsigned char>(next_pattern_++ % 251 + 1);
-    std::memset(p, pattern, size);
+    Memory::fill(p, size, pattern);
     live_[id] = Live{p, size, pattern};
     return p;
   }
@@ -103,15 +122,11 @@ class Harness {
   };
 
   static void expect_intact(const Live& l) {
-    const auto* bytes = static_cast<const unsigned char*>(l.p);
-    for (std::size_t i = 0; i < l.size; i += 61) {
-      if (bytes[i] != l.pattern) {
-        ADD_FAILURE() << "byte " << i << " of the " << l.size << " B buffer at " << l.p
-                      << " was overwritten";
-        return;
-      }
+    const std::size_t at = Memory::first_difference(l.p, l.size, l.pattern);
+    if (at != l.size) {
+      ADD_FAILURE() << "byte " << at << " of the " << l.size << " B buffer at " << l.p
+                    << " was overwritten";
     }
-    EXPECT_EQ(bytes[l.size - 1], l.pattern);
   }
 
   void expect_no_overlap(void* p, std::size_t size) const {
@@ -124,11 +139,13 @@ class Harness {
     }
   }
 
-  arena::HostBackend backend_;
+  std::unique_ptr<typename Memory::Backend> backend_;
   Compiler compiler_;
   std::map<int, Live> live_;
   unsigned next_pattern_ = 0;
 };
+
+using Harness = BasicHarness<HostMemory>;
 
 // A transformer-block-shaped step: per block, activations allocated and freed in a nested order.
 inline Program dit_step(int blocks, std::size_t tokens, bool sparse = false) {

@@ -9,8 +9,8 @@
 // step still live at its end are rogues: kept intact, reported, and their site learned so that
 // later steps serve it from the pool.
 //
-// Thread safety: every public call takes one internal lock, so a compiler may be shared by
-// threads. Steps do not nest and events of a step are ordered by the lock: a step's allocation
+// Thread safety: every public call takes one internal lock (unless thread_safe is false), so a
+// compiler may be shared by threads. Steps do not nest and events of a step are ordered by the lock: a step's allocation
 // sequence is only reproducible (and so replayable) when one thread drives it. Memory safety
 // across streams follows the stream-ordered model: memory freed on one stream and reused on
 // another needs the caller's event between them, as with cudaFreeAsync.
@@ -53,6 +53,7 @@ struct CompilerOptions {
   OverCapPolicy over_cap = OverCapPolicy::Error;
   std::chrono::milliseconds plan_budget{200};              // exact-search time per new branch
   bool trim_after_recording = true;  // unmap what recording touched beyond the plans
+  bool thread_safe = true;           // false: one thread drives the compiler, no lock is taken
 };
 
 class Compiler;

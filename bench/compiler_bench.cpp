@@ -1,0 +1,224 @@
+// Memory-compiler costs and sizes.
+//  - Replayed allocate+free pairs (host backend, no device needed): the replay fast path.
+//  - Peak bytes of whole steps on the GPU: memplan's mapped arena and plan against the high-water
+//    marks of a cudaMallocAsync pool serving the same allocation sequence (skips without a GPU).
+//
+//   compiler_bench --benchmark_format=json --benchmark_out=compiler_bench.json
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "memplan/arena/host_backend.hpp"
+#include "memplan/plan/csv.hpp"
+#include "memplan/runtime/compiler.hpp"
+
+#if defined(MEMPLAN_HAVE_CUDA_VMM)
+#include <cuda_runtime.h>
+
+#include "memplan/arena/cuda_vmm_backend.hpp"
+#endif
+
+namespace {
+
+using memplan::Compiler;
+using memplan::CompilerOptions;
+
+CompilerOptions bench_options() {
+  CompilerOptions o;
+  o.reserve_bytes = std::size_t{8} << 30;
+  o.pool_reserve_bytes = std::size_t{1} << 30;
+  return o;
+}
+
+// A step of `pairs` allocate/free pairs of varied sizes, recorded once, then replayed per
+// iteration. Time is per pair, step begin/end included (amortised over the pairs).
+// range(1) = 1: thread-safe compiler (the default); 0: one thread, no lock.
+void BM_ReplayedPair(benchmark::State& state) {
+  const auto pairs = static_cast<std::size_t>(state.range(0));
+  memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
+  CompilerOptions options = bench_options();
+  options.thread_safe = state.range(1) != 0;
+  Compiler compiler(backend, options);
+  const auto run_step = [&] {
+    compiler.begin_step("bench");
+    for (std::size_t i = 0; i < pairs; ++i) {
+      void* p = compiler.allocate(4096 + 256 * (i % 7));
+      benchmark::DoNotOptimize(p);
+      compiler.deallocate(p);
+    }
+    compiler.end_step();
+  };
+  run_step();  // the recording
+  const auto calls_before = backend.calls();
+  for (auto _ : state) run_step();
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(pairs));
+  state.counters["ns_per_pair"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(pairs),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
+  state.counters["breaks"] = static_cast<double>(compiler.stats().graph_breaks);
+}
+BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs", "locked"});
+
+// Nested lifetimes as in a transformer step: several buffers live at once, freed out of
+// allocation order. Time per allocate+free pair.
+void BM_ReplayedNestedStep(benchmark::State& state) {
+  memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
+  Compiler compiler(backend, bench_options());
+  constexpr int kBlocks = 48;
+  const auto run_step = [&] {
+    compiler.begin_step("dit");
+    void* x = compiler.allocate(1 << 20);
+    for (int b = 0; b < kBlocks; ++b) {
+      void* qkv = compiler.allocate(3 << 20);
+      void* attn = compiler.allocate(1 << 20);
+      compiler.deallocate(qkv);
+      void* mlp = compiler.allocate(4 << 20);
+      compiler.deallocate(attn);
+      compiler.deallocate(mlp);
+    }
+    compiler.deallocate(x);
+    compiler.end_step();
+  };
+  run_step();
+  for (auto _ : state) run_step();
+  const double pairs = 1 + 3.0 * kBlocks;
+  state.counters["ns_per_pair"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * pairs,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_ReplayedNestedStep);
+
+#if defined(MEMPLAN_HAVE_CUDA_VMM)
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+struct Event {
+  std::int64_t when;
+  bool is_alloc;
+  std::size_t buffer;
+  friend bool operator<(const Event& a, const Event& b) {
+    return std::tie(a.when, a.is_alloc, a.buffer) < std::tie(b.when, b.is_alloc, b.buffer);
+  }
+};
+
+// The same allocation sequence served by memplan (VMM arena, replayed) and by a fresh
+// cudaMallocAsync pool; reports both high-water marks. Not a timing: Iterations(1).
+void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
+  if (!have_gpu()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const auto problem = memplan::plan::read_csv_file(std::string(MEMPLAN_TEST_DATA_DIR) + trace);
+  std::vector<Event> events;
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (!problem.buffers[i].occupies()) continue;
+    events.push_back({problem.buffers[i].lower, true, i});
+    events.push_back({problem.buffers[i].upper, false, i});
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<void*> ptr(problem.buffers.size());
+  const auto size_of = [&](std::size_t i) { return static_cast<std::size_t>(problem.buffers[i].size); };
+
+  for (auto _ : state) {
+    memplan::arena::CudaVmmBackend backend;
+    CompilerOptions options;
+    options.reserve_bytes = std::size_t{40} << 30;
+    options.chunk_bytes = std::size_t{64} << 20;
+    options.pool_reserve_bytes = std::size_t{1} << 30;
+    Compiler compiler(backend, options);
+    for (int s = 0; s < 3; ++s) {
+      compiler.begin_step("trace");
+      for (const Event& e : events) {
+        if (e.is_alloc) ptr[e.buffer] = compiler.allocate(size_of(e.buffer));
+        else compiler.deallocate(ptr[e.buffer]);
+      }
+      compiler.end_step();
+    }
+    const memplan::Stats st = compiler.stats();
+    state.counters["memplan_mapped_bytes"] = static_cast<double>(st.mapped_bytes);
+    state.counters["memplan_plan_bytes"] = static_cast<double>(st.planned_peak_bytes);
+    state.counters["lower_bound_bytes"] = static_cast<double>(st.lower_bound_bytes);
+    state.counters["breaks"] = static_cast<double>(st.graph_breaks);
+
+    // cudaMallocAsync on its own pool, released between steps only as the driver decides.
+    cudaMemPool_t pool = nullptr;
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+      state.SkipWithError("cudaMemPoolCreate failed");
+      return;
+    }
+    std::uint64_t threshold = ~std::uint64_t{0};  // a warm pool: keep what it reserved
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreate(&stream);
+    bool ok = true;
+    for (int s = 0; s < 3 && ok; ++s) {
+      for (const Event& e : events) {
+        if (e.is_alloc) ok &= cudaMallocFromPoolAsync(&ptr[e.buffer], size_of(e.buffer), pool, stream) == cudaSuccess;
+        else ok &= cudaFreeAsync(ptr[e.buffer], stream) == cudaSuccess;
+      }
+      ok &= cudaStreamSynchronize(stream) == cudaSuccess;
+    }
+    std::uint64_t reserved_high = 0, used_high = 0;
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &reserved_high);
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &used_high);
+    cudaStreamDestroy(stream);
+    cudaMemPoolDestroy(pool);
+    if (!ok) {
+      state.SkipWithError("cudaMallocAsync sequence failed");
+      return;
+    }
+    state.counters["cuda_async_reserved_high_bytes"] = static_cast<double>(reserved_high);
+    state.counters["cuda_async_used_high_bytes"] = static_cast<double>(used_high);
+    state.counters["memplan_vs_async_reserved"] =
+        static_cast<double>(st.mapped_bytes) / static_cast<double>(reserved_high);
+  }
+}
+BENCHMARK_CAPTURE(BM_StepPeakBytes, resnet50, std::string("/traces/somas/resnet50.csv"))->Iterations(1);
+BENCHMARK_CAPTURE(BM_StepPeakBytes, tiny_bert, std::string("/traces/somas/tiny_bert.csv"))->Iterations(1);
+BENCHMARK_CAPTURE(BM_StepPeakBytes, bert_base, std::string("/traces/somas/bert_base.csv"))->Iterations(1);
+BENCHMARK_CAPTURE(BM_StepPeakBytes, iopddl_G1, std::string("/traces/iopddl/G_1.csv"))->Iterations(1);
+
+// Replayed pairs on the VMM arena: the same fast path, device addresses.
+void BM_ReplayedPairVmm(benchmark::State& state) {
+  if (!have_gpu()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  memplan::arena::CudaVmmBackend backend;
+  Compiler compiler(backend, bench_options());
+  constexpr std::size_t kPairs = 1024;
+  const auto run_step = [&] {
+    compiler.begin_step("bench");
+    for (std::size_t i = 0; i < kPairs; ++i) {
+      void* p = compiler.allocate(4096 + 256 * (i % 7));
+      benchmark::DoNotOptimize(p);
+      compiler.deallocate(p);
+    }
+    compiler.end_step();
+  };
+  run_step();
+  const auto calls_before = backend.calls();
+  for (auto _ : state) run_step();
+  state.counters["ns_per_pair"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kPairs,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
+}
+BENCHMARK(BM_ReplayedPairVmm);
+
+#endif
+
+}  // namespace
+BENCHMARK_MAIN();
