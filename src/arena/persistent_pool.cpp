@@ -27,7 +27,7 @@ PersistentPool::~PersistentPool() {
 // Nothing fits: map chunks at the top so that the top block (grown, or new) holds `size`.
 std::uint32_t PersistentPool::grow_for(std::uint64_t size) {
   const std::size_t mapped = arena_.mapped_bytes();
-  const bool top_free = top_ != kNone && blocks_[top_].free;
+  const bool top_free = top_ != kNone && blocks_[top_].free();
   const std::uint64_t have = top_free ? blocks_[top_].size : 0;
   const std::uint64_t want = mapped + (size - have);
   if (want > arena_.reserved_bytes())
@@ -55,7 +55,7 @@ std::uint32_t PersistentPool::grow_for(std::uint64_t size) {
 }
 
 std::size_t PersistentPool::trim() {
-  if (top_ == kNone || !blocks_[top_].free) return 0;
+  if (top_ == kNone || !blocks_[top_].free()) return 0;
   const std::size_t mapped = arena_.mapped_bytes();
   const std::size_t keep = round_up(blocks_[top_].offset, arena_.chunk_bytes());
   if (keep >= mapped) return 0;
@@ -114,7 +114,7 @@ void PersistentPool::throw_bad_pointer(const void* p) const {
     throw ForeignPointer(fmt::format("{}: pointer {} (offset {}) is in the pool's address range but "
                                      "outside its mapped memory",
                                      arena_.name(), p, offset));
-  if (blocks_[b].free)
+  if (blocks_[b].free())
     throw DoubleFree(fmt::format("{}: pointer {} (offset {}) lies in free memory: freed twice (or never "
                                  "allocated)",
                                  arena_.name(), p, offset));

@@ -113,9 +113,9 @@ class PersistentPool {
     --live_count_;
     allocated_ -= blocks_[b].size;
     const std::uint32_t next = blocks_[b].next_phys;
-    if (next != detail::kNone && blocks_[next].free) absorb_next(b, next);
+    if (next != detail::kNone && blocks_[next].free()) absorb_next(b, next);
     const std::uint32_t prev = blocks_[b].prev_phys;
-    if (prev != detail::kNone && blocks_[prev].free) {
+    if (prev != detail::kNone && blocks_[prev].free()) {
       absorb_next(prev, b);  // b is not in a free list: only prev needs to leave and come back
       b = prev;
     }
@@ -124,8 +124,8 @@ class PersistentPool {
 
   // Merges `next` (its right neighbour) into `b`; whichever of them is in a free list leaves it.
   void absorb_next(std::uint32_t b, std::uint32_t next) {
-    if (blocks_[b].free) free_.remove(blocks_, b);
-    if (blocks_[next].free) free_.remove(blocks_, next);
+    if (blocks_[b].free()) free_.remove(blocks_, b);
+    if (blocks_[next].free()) free_.remove(blocks_, next);
     detail::Block& blk = blocks_[b];
     const detail::Block& nxt = blocks_[next];
     blk.size += nxt.size;

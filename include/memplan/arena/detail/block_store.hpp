@@ -9,16 +9,20 @@
 namespace memplan::arena::detail {
 
 inline constexpr std::uint32_t kNone = UINT32_MAX;
+inline constexpr std::uint32_t kLive = UINT32_MAX - 1;  // prev_free of a block in no free list
 
+// 32 bytes, two to a cache line: whether a block is free is read off its free-list link.
 struct Block {
   std::uint64_t offset = 0;  // from the arena base
   std::uint64_t size = 0;    // a multiple of 256
   std::uint32_t prev_phys = kNone;
   std::uint32_t next_phys = kNone;
-  std::uint32_t prev_free = kNone;
+  std::uint32_t prev_free = kLive;
   std::uint32_t next_free = kNone;
-  bool free = false;
+
+  bool free() const noexcept { return prev_free != kLive; }
 };
+static_assert(sizeof(Block) == 32);
 
 class BlockStore {
  public:

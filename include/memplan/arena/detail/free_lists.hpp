@@ -21,7 +21,6 @@ class FreeLists {
     Block& blk = blocks[b];
     const SizeClass c = class_of(blk.size >> 8);
     std::uint32_t& head = heads_[c.fl][c.sl];
-    blk.free = true;
     blk.prev_free = kNone;
     blk.next_free = head;
     if (head != kNone) blocks[head].prev_free = b;
@@ -43,7 +42,7 @@ class FreeLists {
         if (sl_map_[c.fl] == 0) fl_map_ &= ~(std::uint64_t{1} << c.fl);
       }
     }
-    blk.free = false;
+    blk.prev_free = kLive;
   }
 
   // A free block of at least `size` bytes (a multiple of 256), or kNone.
