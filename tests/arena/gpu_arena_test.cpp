@@ -4,11 +4,13 @@
 #include "gpu_kernels.hpp"
 #include "memplan/arena/arena.hpp"
 #include "memplan/arena/cuda_vmm_backend.hpp"
+#include "memplan/error.hpp"
 #include "support/gpu.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace memplan::arena::test {
@@ -125,6 +127,43 @@ TEST(GpuArena, CapturedGraphKeepsReplayingWhileTheArenaGrows) {
   CUDA_OK(cudaGraphDestroy(graph));
   arena.remove_user(StreamRef{stream});
   CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// The driver's own out of memory (not a configured limit): ask for more than the card has, in
+// 1 GiB chunks. The error names the driver call and the numbers; the arena rolls back and works on.
+TEST(GpuArena, DriverOutOfMemoryIsReportedAndRolledBack) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  CudaVmmBackend backend;
+  Arena arena(backend, total_bytes + 8 * kGiB, ArenaOptions{kGiB, "t"});
+  arena.ensure_mapped(kGiB);
+  const CallCounts before = arena.calls();
+  try {
+    arena.ensure_mapped(total_bytes + 4 * kGiB);
+    FAIL() << "mapped more than the device has";
+  } catch (const OutOfMemory& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cuMemCreate"), std::string::npos) << what;
+    EXPECT_NE(what.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << what;
+    for (const char* word : {"requested", "mapped", "reserved", "free"})
+      EXPECT_NE(what.find(word), std::string::npos) << what;
+  }
+  const CallCounts d = arena.calls() - before;
+  EXPECT_EQ(d[Call::create_chunk], d[Call::map] + 1);  // the last create failed
+  EXPECT_EQ(d[Call::release_chunk], d[Call::map]);      // everything mapped was undone
+  EXPECT_EQ(arena.mapped_bytes(), kGiB);
+  std::size_t free_after = 0;
+  CUDA_OK(cudaMemGetInfo(&free_after, &total_bytes));
+  EXPECT_GE(free_after + 2 * kGiB, free_bytes);  // the rollback gave the memory back
+  arena.ensure_mapped(2 * kGiB);
+  launch_iota(words_at(arena, 0), 2 * kGiB / 4, 3, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  std::uint32_t probe[2] = {};
+  CUDA_OK(cudaMemcpy(probe, words_at(arena, 2 * kGiB - 8), 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(probe[1], 3u + static_cast<std::uint32_t>(2 * kGiB / 4 - 1));
 }
 
 }  // namespace
