@@ -49,15 +49,20 @@ CudaVmmBackend::CudaVmmBackend(CudaVmmOptions options) : options_(options) {
     d.check(d.MemGetAllocationGranularity(&granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
             "cuMemGetAllocationGranularity");
   } catch (...) {
-    d.DevicePrimaryCtxRelease(dev);
+    (void)d.DevicePrimaryCtxRelease(dev);  // best effort: the first error is the one to report
     throw;
   }
 }
 
 CudaVmmBackend::~CudaVmmBackend() {
-  const CudaDriver& d = CudaDriver::get();
-  CUdevice dev = 0;
-  if (d.DeviceGet(&dev, options_.device) == CUDA_SUCCESS) d.DevicePrimaryCtxRelease(dev);
+  try {
+    const CudaDriver& d = CudaDriver::get();
+    CUdevice dev = 0;
+    d.check(d.DeviceGet(&dev, options_.device), "cuDeviceGet");
+    d.check(d.DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  } catch (const std::exception& e) {
+    logger().error("cuda-vmm backend: releasing the primary context of device {}: {}", options_.device, e.what());
+  }
 }
 
 void CudaVmmBackend::bind() const {

@@ -67,6 +67,18 @@ TEST(LimitingBackend, RefusesPastTheLimitAndCreditsReleases) {
   EXPECT_EQ(host.calls()[Call::create_chunk], 3u);  // the refused one never reached the host
 }
 
+TEST(HostBackend, ReservingMoreAddressSpaceThanExistsIsOutOfMemory) {
+  HostBackend host;
+  const std::size_t too_much = std::size_t{200} << 40;  // 200 TiB: past a 47-bit user address space
+  try {
+    Arena arena(host, too_much, ArenaOptions{host.granularity(), "t"});
+    GTEST_SKIP() << "this machine reserved 200 TiB of address space";
+  } catch (const OutOfMemory& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("cannot reserve"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("mmap"));
+  }
+}
+
 TEST(HostBackend, SystemErrorsNameTheCall) {
   HostBackend host;
   try {
