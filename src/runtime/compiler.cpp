@@ -51,19 +51,21 @@ Compiler::~Compiler() {
 void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
                          std::size_t alignment) {
   const std::lock_guard guard(impl_->lock);
-  if (!(stream == impl_->last_stream)) [[unlikely]] {
-    if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) == impl_->streams.end()) {
-      impl_->arena.add_user(stream);
-      impl_->pool.arena().add_user(stream);
-      impl_->streams.push_back(stream);
-    }
-    impl_->last_stream = stream;
+  if (stream == impl_->last_stream) [[likely]] {
+    if (void* p = impl_->try_replay_allocate(bytes, tag, alignment)) [[likely]] return p;
+  } else if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) ==
+             impl_->streams.end()) {
+    impl_->arena.add_user(stream);
+    impl_->pool.arena().add_user(stream);
+    impl_->streams.push_back(stream);
   }
+  impl_->last_stream = stream;
   return impl_->allocate(bytes, tag, alignment);
 }
 
 void Compiler::deallocate(void* p, arena::StreamRef /*stream*/) {
   const std::lock_guard guard(impl_->lock);
+  if (impl_->try_replay_free(p)) [[likely]] return;
   impl_->deallocate(p);
 }
 

@@ -62,6 +62,47 @@ struct Rogue {
 struct Compiler::Impl {
   Impl(arena::PhysicalBackend& backend, CompilerOptions options);
 
+  // The replay fast path, inline: the next recorded event is the cursor's first child, nothing
+  // foreign is live, no option needs checking. nullptr / false: take the full path instead.
+  void* try_replay_allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
+    if (current == nullptr || mode != StepMode::Replay || pause_depth != 0 || alignment != 0 ||
+        !tag.empty() || !occupied.empty()) [[unlikely]] {
+      return nullptr;
+    }
+    const graph::AllocationGraph& g = current->graph;
+    const NodeId c = g.node(cursor).first_child;
+    if (c == graph::kNoNode) [[unlikely]] return nullptr;
+    const graph::Node& n = g.node(c);
+    if (n.kind != graph::EventKind::Alloc || n.persistent || n.key.tag != 0 ||
+        n.key.size != static_cast<Bytes>(bytes) ||
+        n.key.alignment != static_cast<Bytes>(options.default_alignment)) [[unlikely]] {
+      return nullptr;
+    }
+    void* p = arena.address(static_cast<std::size_t>(n.offset));
+    current->live[c] = p;
+    cursor = c;
+    ++event_index;
+    ++live_in_step;
+    ++stats.replayed_allocations;
+    return p;
+  }
+  bool try_replay_free(void* p) {
+    if (current == nullptr || mode != StepMode::Replay) [[unlikely]] return false;
+    const graph::AllocationGraph& g = current->graph;
+    const NodeId c = g.node(cursor).first_child;
+    if (c == graph::kNoNode) [[unlikely]] return false;
+    const graph::Node& n = g.node(c);
+    if (n.kind != graph::EventKind::Free || current->live[n.buffer] != p ||
+        g.node(n.buffer).persistent) [[unlikely]] {
+      return false;
+    }
+    current->live[n.buffer] = nullptr;
+    cursor = c;
+    ++event_index;
+    --live_in_step;
+    return true;
+  }
+
   // step_events.cpp
   void begin_step(std::string_view name);
   void* allocate(std::size_t bytes, std::string_view tag, std::size_t alignment);

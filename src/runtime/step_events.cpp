@@ -332,8 +332,8 @@ void Compiler::Impl::finish_step() noexcept {
   current = nullptr;
   cursor = graph::AllocationGraph::root();
   free_ranges.reset();
-  recorded.clear();
-  step_pool_live.clear();
+  if (!recorded.empty()) recorded.clear();  // clear() sweeps every bucket, even when empty
+  if (!step_pool_live.empty()) step_pool_live.clear();
   first_recorded = graph::kNoNode;
   live_in_step = 0;
   scopes.clear();
