@@ -104,8 +104,9 @@ struct Event {
   }
 };
 
-// The same allocation sequence served by memplan (VMM arena, replayed) and by a fresh
-// cudaMallocAsync pool; reports both high-water marks. Not a timing: Iterations(1).
+// The same allocation sequence served by memplan (VMM arena, replayed; range(0) = mapping chunk
+// in MiB) and by a fresh cudaMallocAsync pool; reports both high-water marks. Not a timing:
+// Iterations(1).
 void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
   if (!have_gpu()) {
     state.SkipWithError("no CUDA device");
@@ -126,7 +127,7 @@ void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
     memplan::arena::CudaVmmBackend backend;
     CompilerOptions options;
     options.reserve_bytes = std::size_t{40} << 30;
-    options.chunk_bytes = std::size_t{64} << 20;
+    options.chunk_bytes = static_cast<std::size_t>(state.range(0)) << 20;
     options.pool_reserve_bytes = std::size_t{1} << 30;
     Compiler compiler(backend, options);
     for (int s = 0; s < 3; ++s) {
@@ -180,10 +181,14 @@ void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
         static_cast<double>(st.mapped_bytes) / static_cast<double>(reserved_high);
   }
 }
-BENCHMARK_CAPTURE(BM_StepPeakBytes, resnet50, std::string("/traces/somas/resnet50.csv"))->Iterations(1);
-BENCHMARK_CAPTURE(BM_StepPeakBytes, tiny_bert, std::string("/traces/somas/tiny_bert.csv"))->Iterations(1);
-BENCHMARK_CAPTURE(BM_StepPeakBytes, bert_base, std::string("/traces/somas/bert_base.csv"))->Iterations(1);
-BENCHMARK_CAPTURE(BM_StepPeakBytes, iopddl_G1, std::string("/traces/iopddl/G_1.csv"))->Iterations(1);
+BENCHMARK_CAPTURE(BM_StepPeakBytes, resnet50, std::string("/traces/somas/resnet50.csv"))
+    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
+BENCHMARK_CAPTURE(BM_StepPeakBytes, tiny_bert, std::string("/traces/somas/tiny_bert.csv"))
+    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
+BENCHMARK_CAPTURE(BM_StepPeakBytes, bert_base, std::string("/traces/somas/bert_base.csv"))
+    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
+BENCHMARK_CAPTURE(BM_StepPeakBytes, iopddl_G1, std::string("/traces/iopddl/G_1.csv"))
+    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
 
 // Replayed pairs on the VMM arena: the same fast path, device addresses.
 void BM_ReplayedPairVmm(benchmark::State& state) {
