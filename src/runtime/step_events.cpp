@@ -185,7 +185,8 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
   if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
   const bool learning = mode == StepMode::Record;
   graph::AllocationGraph& g = graph();
-  if (key.tag != 0 && learned_tags.contains(key.tag) && key.alignment <= 256) {
+  if (key.tag != 0 && learned_tags.contains(key.tag) &&
+      key.alignment <= static_cast<Bytes>(arena::PersistentPool::kAlignment)) {
     void* p = pool.allocate(static_cast<std::size_t>(key.size));
     NodeId node = graph::kNoNode;
     if (learning) {

@@ -111,8 +111,9 @@ class Compiler {
   Compiler& operator=(const Compiler&) = delete;
   ~Compiler();
 
-  // `bytes` > 0, aligned to max(alignment, default_alignment). The stream becomes a user of the
-  // arena (unmapping waits for it). The tag, when given, must match on replay too.
+  // `bytes` > 0, aligned to max(alignment, default_alignment); alignment must be a power of two
+  // (at most 256 inside a pause: the pool's). The stream becomes a user of the arena (unmapping
+  // waits for it). The tag, when given, must match on replay too.
   [[nodiscard]] void* allocate(std::size_t bytes, arena::StreamRef stream = {},
                                std::string_view tag = {}, std::size_t alignment = 0);
   // nullptr is ignored. A pointer the compiler does not own throws arena::ForeignPointer; one it
