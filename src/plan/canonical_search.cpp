@@ -51,8 +51,11 @@ SearchOutcome CanonicalSearch::run(Bytes capacity, std::span<const int> rank,
   pool_.resize(at(n));
   for (int v = 0; v < n; ++v) pool_[at(v)] = v;
   segment_of_.assign(sections, 0);
-  seen_.assign(sections, 0);
-  stamp_ = 0;
+  witness_.resize(sections);
+  for (std::size_t s = 0; s < sections; ++s) {
+    const auto members = model_.members(static_cast<int>(s));
+    witness_[s] = members.empty() ? 0 : members.front();
+  }
 
   const Part everything{0, at(n), 0, model_.sections.count};
   if (!sections_fit(everything, 0)) return SearchOutcome::Infeasible;
@@ -182,27 +185,18 @@ bool CanonicalSearch::place(int v, Bytes offset) {
   const Bytes top = offset + size;
   set(offset_[i], offset);
 
-  // Sections where a buffer's lowest offset rose, or v's size left, may no longer fit: they
-  // are collected (once each) for changed_sections_fit().
-  if (++stamp_ == 0) {
-    std::fill(seen_.begin(), seen_.end(), 0);
-    stamp_ = 1;
-  }
-  changed_.clear();
-  const auto mark_sections = [&](int u) {
-    for (int s = model_.sections.first[at(u)]; s < model_.sections.last[at(u)]; ++s) {
-      if (seen_[at(s)] == stamp_) continue;
-      seen_[at(s)] = stamp_;
-      changed_.push_back(s);
-    }
-  };
+  // Sections where a buffer's lowest offset rose, or v's size left, may no longer fit. Every
+  // such buffer is alive with v, so its run of sections meets v's: together they cover one
+  // contiguous run, [changed_first_, changed_last_), checked by changed_sections_fit().
+  changed_first_ = model_.sections.first[i];
+  changed_last_ = model_.sections.last[i];
   for (const int u : model_.neighbours(v)) {
     const auto j = at(u);
     if (offset_[j] != kUnplaced || lowest_[j] >= top) continue;
     set(lowest_[j], settle(u, top));
-    mark_sections(u);
+    changed_first_ = std::min(changed_first_, model_.sections.first[j]);
+    changed_last_ = std::max(changed_last_, model_.sections.last[j]);
   }
-  mark_sections(v);
 
   // Every unplaced buffer sharing a section with v is a neighbour of v: it now starts at v's
   // top or higher, which is the section's new floor.
@@ -220,17 +214,23 @@ bool CanonicalSearch::place(int v, Bytes offset) {
   return opened;
 }
 
-bool CanonicalSearch::changed_sections_fit() const {
-  for (const int s : changed_) {
+bool CanonicalSearch::changed_sections_fit() {
+  for (int s = changed_first_; s < changed_last_; ++s) {
     const Bytes remaining = remaining_[at(s)];
     if (remaining == 0) continue;
     // The unplaced members stack from the lowest offset any of them can take; it is enough to
-    // find one low enough, so the scan usually stops after a few members.
+    // find one low enough. The last one found usually still is (offsets only rise on the way
+    // down the tree), so it is tried first; it is a hint, not state, and needs no undo.
     const Bytes highest_start = capacity_ - remaining;
     if (floor_[at(s)] > highest_start) return false;
+    const auto low_enough = [&](int w) {
+      return offset_[at(w)] == kUnplaced && lowest_[at(w)] <= highest_start;
+    };
+    if (low_enough(witness_[at(s)])) continue;
     bool fits = false;
     for (const int w : model_.members(s)) {
-      if (offset_[at(w)] == kUnplaced && lowest_[at(w)] <= highest_start) {
+      if (low_enough(w)) {
+        witness_[at(s)] = w;
         fits = true;
         break;
       }

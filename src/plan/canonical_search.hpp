@@ -59,11 +59,12 @@ class CanonicalSearch {
   SearchOutcome search(Part part, Bytes last_offset, int last_rank);
   SearchOutcome search_parts(Part part, Bytes last_offset, int last_rank);
   // Places v and updates what depends on it; true when a section boundary lost its last
-  // crossing buffer. Leaves in changed_ the sections whose floor or remaining size changed.
+  // crossing buffer. Leaves in [changed_first_, changed_last_) the sections whose floor or
+  // remaining size may have changed.
   bool place(int v, Bytes at);
   // The sections place() changed still hold their unplaced buffers below the capacity. (The
   // others did not change, and the caller checks the offset against the heaviest of them.)
-  [[nodiscard]] bool changed_sections_fit() const;
+  [[nodiscard]] bool changed_sections_fit();
   [[nodiscard]] bool sections_fit(const Part& part, Bytes current_offset) const;
   [[nodiscard]] Bytes settle(int v, Bytes from) const;
   void set(Bytes& slot, Bytes value) {
@@ -90,10 +91,10 @@ class CanonicalSearch {
   std::vector<int> pool_;          // stack of Part member lists
   std::vector<Part> parts_;        // stack of parts being solved one after another
   std::vector<int> candidates_;    // stack of each node's branching choices
-  std::vector<int> changed_;       // scratch: sections the last placement changed
+  int changed_first_ = 0;          // sections the last placement changed: a contiguous run
+  int changed_last_ = 0;
   std::vector<int> segment_of_;    // scratch: section -> segment when splitting
-  std::vector<std::uint32_t> seen_;  // per section: stamp of the last visit
-  std::uint32_t stamp_ = 0;
+  std::vector<int> witness_;       // per section: a member last found low enough (a hint)
 };
 
 }  // namespace memplan::plan::detail

@@ -1,12 +1,15 @@
-// Greedy placement over the interval graph. A buffer's candidate offsets are the gaps between its
-// already-placed neighbours (sorted by offset) and the space above them; first-fit takes the
-// lowest gap, best-fit the tightest one. Shared set-up (graph, order keys) is built once per
-// portfolio, so each extra strategy costs one pass over the graph.
+// Greedy placement. A buffer's candidate offsets are the gaps between its already-placed
+// neighbours (in offset order) and the space above them; first-fit takes the lowest gap, best-fit
+// the tightest one (gap_fit.hpp). The neighbours come either from the overlap graph, sorted per
+// buffer, or from one offset-ordered list of everything placed (placed_by_offset.hpp), whichever
+// is cheaper for the problem's density. Shared set-up (index, order keys) is built once per
+// portfolio, so each extra strategy costs one pass.
 #include "memplan/plan/greedy.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -14,7 +17,9 @@
 #include <utility>
 
 #include "cross_sections.hpp"
+#include "gap_fit.hpp"
 #include "interval_graph.hpp"
+#include "placed_by_offset.hpp"
 
 namespace memplan::plan {
 namespace {
@@ -25,8 +30,20 @@ using detail::lifetimes_of;
 
 constexpr Bytes kUnplaced = -1;
 
-Bytes align_up(Bytes value, Bytes alignment) {
-  return (value + alignment - 1) / alignment * alignment;
+// Scan costs about n²/2 cheap lifetime checks a run; Graph about E/2 gathered spans sorted at
+// log2(d) comparisons each, each comparison several times a check. Scan wins below this ratio.
+constexpr double kScanAdvantage = 4.0;
+
+GreedyIndex choose_index(std::span<const std::int64_t> degrees) {
+  double entries = 0;
+  std::int64_t widest = 1;
+  for (const std::int64_t d : degrees) {
+    entries += static_cast<double>(d);
+    widest = std::max(widest, d);
+  }
+  const auto n = static_cast<double>(degrees.size());
+  const double sort_cost = entries * std::log2(static_cast<double>(widest) + 1) * kScanAdvantage;
+  return n * n < sort_cost ? GreedyIndex::Scan : GreedyIndex::Graph;
 }
 
 // Per-buffer keys the orders sort by, computed once for the occupying buffers.
@@ -61,37 +78,42 @@ OrderKeys order_keys(const Problem& problem, std::span<const std::size_t> occupy
 // What every strategy of one problem shares.
 class GreedyContext {
  public:
-  explicit GreedyContext(const Problem& problem)
+  GreedyContext(const Problem& problem, GreedyIndex index)
       : problem_(problem),
         occupying_(occupying_buffers(problem)),
         lifetimes_(lifetimes_of(problem, occupying_)),
-        graph_(lifetimes_),
-        keys_(order_keys(problem, occupying_, lifetimes_)) {}
+        keys_(order_keys(problem, occupying_, lifetimes_)),
+        index_(index == GreedyIndex::Auto ? choose_index(keys_.conflicts) : index) {
+    if (index_ == GreedyIndex::Graph) graph_.emplace(lifetimes_);
+  }
 
-  [[nodiscard]] std::size_t overlap_entries() const { return graph_.entry_count(); }
+  // Overlap entries (2 per overlapping pair), from the degrees: known without the graph.
+  [[nodiscard]] double overlap_entries() const {
+    double entries = 0;
+    for (const std::int64_t d : keys_.conflicts) entries += static_cast<double>(d);
+    return entries;
+  }
+  [[nodiscard]] GreedyIndex index() const { return index_; }
 
   // Runs one strategy; gives up (empty plan) as soon as its arena passes `give_up_above`, since
   // an arena only grows as buffers are added and so could no longer win.
   std::optional<GreedyPlan> run(GreedyOrder order, Fit fit,
                                 Bytes give_up_above = std::numeric_limits<Bytes>::max()) {
-    local_offsets_.assign(occupying_.size(), kUnplaced);
-    placed_.assign(occupying_.size(), {kUnplaced, kUnplaced});
+    begin_.assign(occupying_.size(), kUnplaced);
+    end_.assign(occupying_.size(), kUnplaced);
+    by_offset_.reset(occupying_.size());
     std::vector<int> free;  // the buffers this strategy decides, in its order
     for (std::size_t v = 0; v < occupying_.size(); ++v) {
       const Buffer& b = problem_.buffers[occupying_[v]];
       if (b.fixed_offset) {
-        local_offsets_[v] = *b.fixed_offset;  // obstacles before anything else
-        placed_[v] = {*b.fixed_offset, *b.fixed_offset + b.size};
+        settle(static_cast<int>(v), *b.fixed_offset);  // obstacles before anything else
       } else {
         free.push_back(static_cast<int>(v));
       }
     }
     sort_by(order, free);
     for (const int v : free) {
-      const Bytes offset = place(v, fit);
-      const Bytes top = offset + keys_.size[static_cast<std::size_t>(v)];
-      local_offsets_[static_cast<std::size_t>(v)] = offset;
-      placed_[static_cast<std::size_t>(v)] = {offset, top};
+      const Bytes top = settle(v, place(v, fit));
       if (top > give_up_above) return std::nullopt;
     }
 
@@ -101,9 +123,7 @@ class GreedyContext {
     for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
       plan.offsets[i] = problem_.buffers[i].fixed_offset.value_or(0);
     }
-    for (std::size_t v = 0; v < occupying_.size(); ++v) {
-      plan.offsets[occupying_[v]] = local_offsets_[v];
-    }
+    for (std::size_t v = 0; v < occupying_.size(); ++v) plan.offsets[occupying_[v]] = begin_[v];
     plan.arena_size = arena_size(problem_, plan.offsets);
     return plan;
   }
@@ -145,40 +165,46 @@ class GreedyContext {
     }
   }
 
+  // Records v at `offset`; returns its top.
+  Bytes settle(int v, Bytes offset) {
+    const auto i = static_cast<std::size_t>(v);
+    begin_[i] = offset;
+    end_[i] = offset + keys_.size[i];
+    if (index_ == GreedyIndex::Scan) by_offset_.insert(v, lifetimes_[i], begin_[i], end_[i]);
+    return end_[i];
+  }
+
   // The offset `fit` picks for buffer v among the gaps its placed neighbours leave.
   Bytes place(int v, Fit fit) {
-    const Buffer& b = problem_.buffers[occupying_[static_cast<std::size_t>(v)]];
+    const auto i = static_cast<std::size_t>(v);
+    const Buffer& b = problem_.buffers[occupying_[i]];
+    detail::GapFit gap(b.size, b.alignment, fit);
+    if (index_ == GreedyIndex::Scan) {
+      by_offset_.feed(gap, lifetimes_[i]);
+      return gap.offset();
+    }
     taken_.clear();
-    for (const int u : graph_.neighbours(v)) {
-      const std::pair<Bytes, Bytes>& span = placed_[static_cast<std::size_t>(u)];
-      if (span.first != kUnplaced) taken_.push_back(span);
+    for (const int u : graph_->neighbours(v)) {
+      const auto j = static_cast<std::size_t>(u);
+      if (begin_[j] != kUnplaced) taken_.emplace_back(begin_[j], end_[j]);
     }
     std::sort(taken_.begin(), taken_.end(),
               [](const auto& lhs, const auto& rhs) { return lhs.first < rhs.first; });
-    Bytes cursor = 0;  // everything below is known taken (or unusable)
-    Bytes best = kUnplaced;
-    Bytes best_slack = std::numeric_limits<Bytes>::max();
     for (const auto& [begin, end] : taken_) {
-      const Bytes start = align_up(cursor, b.alignment);
-      if (start + b.size <= begin) {
-        if (fit == Fit::First) return start;
-        if (begin - start - b.size < best_slack) {
-          best_slack = begin - start - b.size;
-          best = start;
-        }
-      }
-      cursor = std::max(cursor, end);
+      if (gap.feed(begin, end)) break;
     }
-    return best != kUnplaced ? best : align_up(cursor, b.alignment);
+    return gap.offset();
   }
 
   const Problem& problem_;
   std::vector<std::size_t> occupying_;  // local index -> problem index
   std::vector<Lifetime> lifetimes_;
-  IntervalGraph graph_;
   OrderKeys keys_;
-  std::vector<Bytes> local_offsets_;
-  std::vector<std::pair<Bytes, Bytes>> placed_;  // [begin, end) once placed: one load per visit
+  GreedyIndex index_;
+  std::optional<IntervalGraph> graph_;  // Graph index only
+  detail::PlacedByOffset by_offset_;     // Scan index only
+  std::vector<Bytes> begin_;             // per buffer: offset once placed, else kUnplaced
+  std::vector<Bytes> end_;               // per buffer: offset + size once placed
   std::vector<std::pair<Bytes, Bytes>> taken_;  // scratch: [begin, end) of placed neighbours
 };
 
@@ -187,10 +213,12 @@ constexpr GreedyOrder kOrders[] = {GreedyOrder::Size,      GreedyOrder::Pressure
                                    GreedyOrder::Conflicts, GreedyOrder::Start};
 constexpr Fit kFits[] = {Fit::Best, Fit::First};
 
-// Above this many overlap entries a run costs tens of milliseconds; the portfolio then keeps
-// to the orders that win most often (size and pressure) so that it stays well under a second.
-constexpr std::size_t kLargeGraphEntries = std::size_t{1} << 22;
-constexpr std::size_t kOrdersForLargeGraphs = 2;
+// Above this many overlap entries (Graph) or n² (Scan) a run costs tens of milliseconds; the
+// portfolio then keeps to the orders that win most often (size and pressure) so that it stays
+// well under a second.
+constexpr double kLargeGraphEntries = 1 << 22;
+constexpr double kLargeScanPairs = 1 << 26;
+constexpr std::size_t kOrdersForLargeProblems = 2;
 
 }  // namespace
 
@@ -208,15 +236,17 @@ std::string to_string(GreedyOrder order) {
 
 std::string to_string(Fit fit) { return fit == Fit::Best ? "best-fit" : "first-fit"; }
 
-GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit) {
-  return *GreedyContext(problem).run(order, fit);
+GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit, GreedyIndex index) {
+  return *GreedyContext(problem, index).run(order, fit);
 }
 
 GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough) {
-  GreedyContext context(problem);
+  GreedyContext context(problem, GreedyIndex::Auto);
+  const double n = static_cast<double>(problem.buffers.size());
+  const bool large = context.index() == GreedyIndex::Scan ? n * n > kLargeScanPairs
+                                                          : context.overlap_entries() > kLargeGraphEntries;
   const std::span<const GreedyOrder> orders(
-      kOrders, context.overlap_entries() > kLargeGraphEntries ? kOrdersForLargeGraphs
-                                                              : std::size(kOrders));
+      kOrders, large ? kOrdersForLargeProblems : std::size(kOrders));
   std::optional<GreedyPlan> best;
   for (const GreedyOrder order : orders) {
     for (const Fit fit : kFits) {

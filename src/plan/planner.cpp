@@ -14,6 +14,18 @@
 #include "memplan/plan/validator.hpp"
 
 namespace memplan::plan {
+namespace {
+
+// The largest arena within `ratio` of `bound` (the bound itself for ratio <= 0). Computed in
+// long double: bounds reach 2^52, past the exact range of a double product.
+Bytes within_ratio(Bytes bound, double ratio) {
+  if (!(ratio > 0)) return bound;
+  const long double slack = static_cast<long double>(bound) * static_cast<long double>(ratio);
+  if (slack >= static_cast<long double>(Bytes{1} << 60)) return bound + (Bytes{1} << 60);
+  return bound + static_cast<Bytes>(slack);
+}
+
+}  // namespace
 
 Solution plan(const Problem& problem, const PlanOptions& options) {
   using Clock = std::chrono::steady_clock;
@@ -22,13 +34,14 @@ Solution plan(const Problem& problem, const PlanOptions& options) {
 
   Solution solution;
   solution.lower_bound = lower_bound(problem);
-  GreedyPlan greedy = greedy_portfolio(problem, solution.lower_bound);
+  const Bytes good_enough = within_ratio(solution.lower_bound, options.stop_within_ratio);
+  GreedyPlan greedy = greedy_portfolio(problem, good_enough);
   solution.offsets = std::move(greedy.offsets);
   solution.arena_size = greedy.arena_size;
   solution.algorithm = std::move(greedy.algorithm);
 
   Bytes proven_bound = solution.lower_bound;
-  const bool gap = solution.arena_size > solution.lower_bound;
+  const bool gap = solution.arena_size > good_enough;
   if (gap && options.exact && options.budget.count() > 0 && exact_search_fits(problem)) {
     ExactResult exact =
         exact_search(problem, solution.offsets, solution.lower_bound, start + options.budget);

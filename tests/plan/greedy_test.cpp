@@ -42,6 +42,23 @@ TEST(Greedy, EveryOrderAndFitIsValidOnRandomProblems) {
   }
 }
 
+TEST(Greedy, GraphAndScanIndexesGiveIdenticalPlans) {
+  std::mt19937 random(23);
+  for (int round = 0; round < 10; ++round) {
+    Problem problem = testing::random_problem(random, 80, 30);
+    problem.buffers.push_back(fixed_buf(3, 20, 24, 64));  // an obstacle both must respect
+    for (const GreedyOrder order : kAllOrders) {
+      for (const Fit fit : {Fit::Best, Fit::First}) {
+        const GreedyPlan graph = greedy_plan(problem, order, fit, GreedyIndex::Graph);
+        const GreedyPlan scan = greedy_plan(problem, order, fit, GreedyIndex::Scan);
+        SCOPED_TRACE(graph.algorithm);
+        expect_valid(problem, scan.offsets);
+        EXPECT_EQ(graph.offsets, scan.offsets);
+      }
+    }
+  }
+}
+
 TEST(Greedy, NestedLifetimesReachTheBound) {
   const Problem problem = testing::nested_lifetimes();
   const GreedyPlan plan = greedy_portfolio(problem, lower_bound(problem));

@@ -95,6 +95,19 @@ TEST(Planner, GreedyOnlyWhenAsked) {
   EXPECT_FALSE(solution.proven_optimal);
 }
 
+TEST(Planner, StopsAtAPlanWithinTheRatioWithoutClaimingOptimality) {
+  // Greedy ends at 11, the optimum is the bound, 10: within 20% the greedy plan is kept.
+  const Problem problem = testing::greedy_is_suboptimal();
+  const Solution near = plan(problem, {.stop_within_ratio = 0.2});
+  expect_valid(problem, near);
+  EXPECT_EQ(near.arena_size, 11);
+  EXPECT_TRUE(near.algorithm.starts_with("greedy:"));
+  EXPECT_FALSE(near.proven_optimal);
+  const Solution exact = plan(problem, {.stop_within_ratio = 0});
+  EXPECT_EQ(exact.arena_size, 10);
+  EXPECT_TRUE(exact.proven_optimal);
+}
+
 TEST(Planner, ZeroBudgetStillGivesAValidPlan) {
   const Problem problem = testing::greedy_is_suboptimal();
   const Solution solution = plan(problem, {.budget = std::chrono::milliseconds(0)});

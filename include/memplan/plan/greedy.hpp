@@ -3,8 +3,9 @@
 //
 // No single order wins everywhere (big buffers first packs tall stacks well, long lifetimes first
 // leaves clean layers, crowded moments first protects the peak), so the portfolio runs them all
-// and stops as soon as one meets the lower bound. Each run costs O(E log d) over an interval
-// graph (E overlapping pairs, d the largest degree), never O(n²) pair scans.
+// and stops as soon as one meets the lower bound (or a caller's "good enough"). Each run costs
+// O(E log d) over an interval graph (E overlapping pairs, d the largest degree), or O(n²) on
+// problems so dense that this is less (see GreedyIndex).
 #pragma once
 
 #include <string>
@@ -28,6 +29,16 @@ enum class Fit {
   First,  // the lowest gap that holds the buffer
 };
 
+// How a run finds the placed buffers alive with the next one. Both give identical plans; they
+// differ in cost. Graph: O(E log d) per run plus building the overlap graph (E overlapping pairs,
+// d the largest degree). Scan: O(n²) per run, nothing to build; it wins on dense problems, where
+// most buffers overlap most others.
+enum class GreedyIndex {
+  Auto,   // Scan when n² is small next to E log d, else Graph
+  Graph,  // each buffer's placed neighbours from the overlap graph, sorted by offset
+  Scan,   // one offset-ordered list of every placed buffer, filtered by lifetime
+};
+
 struct GreedyPlan {
   std::vector<Bytes> offsets;  // one per buffer, in the problem's order
   Bytes arena_size = 0;
@@ -36,7 +47,8 @@ struct GreedyPlan {
 
 // One order and one fit. Fixed-offset buffers are placed first, as obstacles; buffers that
 // occupy nothing go to their fixed offset or 0. Alignment is honoured.
-[[nodiscard]] GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit);
+[[nodiscard]] GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit,
+                                     GreedyIndex index = GreedyIndex::Auto);
 
 // Every order × fit; the smallest arena wins (earlier strategies win ties). Stops as soon as a
 // plan's arena is no larger than `good_enough` (pass the lower bound).
