@@ -1,6 +1,7 @@
 // Mean-pooling of Q, K (and V) per 64-token block into fp32 [batch, heads, blocks, head_dim]:
-// the inputs of block scoring. Memory-bound: each thread reads bf16 pairs, so a warp covers
-// 128 contiguous bytes of one token's head; fp32 partial sums are combined through shared memory.
+// the inputs of block scoring. Memory-bound: each thread issues all its 16-byte loads (8 bf16 of
+// one token's head) before summing, so a CTA keeps its whole 64-token block in flight; fp32
+// partial sums are combined through shared memory.
 // A partial tail block is the mean of its valid tokens only.
 #include <cuda_bf16.h>
 
@@ -15,16 +16,17 @@ constexpr int kPoolThreads = 256;
 
 template <int D>
 __global__ void __launch_bounds__(kPoolThreads) pool_kernel(const PoolParams p) {
-  constexpr int kPairs = D / 2;
-  constexpr int kGroups = kPoolThreads / kPairs;  // token rows read in parallel
-  __shared__ float partial[kGroups][D];
+  constexpr int kLanes = D / 8;                   // threads per token row, 16 bytes each
+  constexpr int kGroups = kPoolThreads / kLanes;  // token rows read in parallel
+  constexpr int kSteps = 64 / kGroups;            // loads in flight per thread
+  __shared__ __align__(16) float partial[kGroups][D];
 
   const int block = blockIdx.x;
   const int head = blockIdx.y;
   const int batch = blockIdx.z / p.count;
   const int tensor = blockIdx.z % p.count;
-  const int pair = threadIdx.x % kPairs;
-  const int group = threadIdx.x / kPairs;
+  const int chunk = threadIdx.x % kLanes;
+  const int group = threadIdx.x / kLanes;
 
   const std::int64_t stride = static_cast<std::int64_t>(p.heads) * D;
   // Select by comparison: indexing the parameter arrays at run time would copy them to the stack.
@@ -32,21 +34,32 @@ __global__ void __launch_bounds__(kPoolThreads) pool_kernel(const PoolParams p) 
   float* out = tensor == 0 ? p.out[0] : (tensor == 1 ? p.out[1] : p.out[2]);
   const auto* in = static_cast<const __nv_bfloat16*>(base) +
                    static_cast<std::int64_t>(batch) * p.tokens * stride +
-                   static_cast<std::int64_t>(head) * D + 2 * pair;
+                   static_cast<std::int64_t>(head) * D + 8 * chunk;
   const std::int64_t token0 = static_cast<std::int64_t>(block) * 64;
   const std::int64_t left = p.tokens - token0;
   const int valid = left < 64 ? static_cast<int>(left) : 64;
 
-  float sum0 = 0.0f;
-  float sum1 = 0.0f;
-  for (int r = group; r < valid; r += kGroups) {
-    const float2 x =
-        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(in + (token0 + r) * stride));
-    sum0 += x.x;
-    sum1 += x.y;
+  uint4 raw[kSteps];
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {  // all loads first, then the sums
+    const int r = group + s * kGroups;
+    raw[s] = r < valid ? __ldg(reinterpret_cast<const uint4*>(in + (token0 + r) * stride))
+                       : make_uint4(0u, 0u, 0u, 0u);  // bf16 zeros
   }
-  partial[group][2 * pair] = sum0;
-  partial[group][2 * pair + 1] = sum1;
+  float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const auto* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw[s]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 x = __bfloat1622float2(pairs[i]);
+      sum[2 * i] += x.x;
+      sum[2 * i + 1] += x.y;
+    }
+  }
+  auto* mine = reinterpret_cast<float4*>(&partial[group][8 * chunk]);
+  mine[0] = make_float4(sum[0], sum[1], sum[2], sum[3]);
+  mine[1] = make_float4(sum[4], sum[5], sum[6], sum[7]);
   __syncthreads();
 
   if (threadIdx.x < D) {

@@ -1,165 +1,195 @@
-// Block selection on the device. A CTA takes up to 8 consecutive query blocks of one (batch,
-// head), one warp per query block ("row"), so each tile of pooled K read from L2 into shared
-// memory serves every row of the CTA (a CTA per row would re-read the head's whole pooled K once
-// per row: 17 GB of L2 traffic at 75,600 tokens).
-// 1. scores s_j = mean(Q_row) . mean(K_j) / sqrt(d): tiles of 32 key blocks, lane j of a warp
-//    owns key j of the tile; the row's scores stay in shared memory;
-// 2. mean and population std of the row (two passes, warp shuffles);
+// Block selection on the device. A CTA of 16 warps takes up to 32 consecutive query blocks
+// ("rows") of one (batch, head) and keeps all their scores in shared memory:
+// 1. scores s_j = mean(Q_row) . mean(K_j) / sqrt(d), as a small fp32 GEMM: pooled K streams
+//    through shared memory in 64-key tiles (the next tile prefetched into registers while the
+//    current one is used), and each thread accumulates a 2-row x 2-key register tile whose
+//    loads a warp shares (8 rows x 4 keys: one wavefront each). The scores of 32 rows fill most
+//    of shared memory, so a CTA is alone on its SM: 16 warps (128 registers each) rather than 8
+//    hide the latency of both phases (ncu on 8 warps: 5.4 cycles per issued instruction);
+// 2. a warp per row: mean and population std (two passes, warp shuffles);
 // 3. the rule: threshold keeps s_j > mean + tau*std, capped at top_k; topk keeps the top_k. The
-//    k-th best score is found by a 32-pass radix select over order-preserving keys; ties at the
-//    boundary go to the lowest block index, so the result is deterministic;
+//    k-th best score comes from topk_cut.cuh (a value histogram, then the boundary bin's few
+//    keys ranked exactly); ties at the boundary go to the lowest block index, so the result is
+//    deterministic;
 // 4. forced blocks (diagonal +-1, sink keys) are added; sink query rows keep every block;
 // 5. ballots over ascending 32-block chunks compact the list, so it comes out sorted;
-// 6. coarse mode: the row's softmax over scores times pooled V, with V tiles shared like K.
+// 6. coarse mode: each row's softmax over its scores times pooled V, V tiles shared like K.
 // Fixed shapes, no allocation, no host sync: capture-safe.
 #include <cstddef>
 
 #include "cuda_check.hpp"
 #include "launchers.hpp"
 #include "memplan/attention/policy.hpp"
+#include "topk_cut.cuh"
 
 namespace memplan::attention::detail {
 
 namespace {
 
-constexpr int kMaxRowsPerCta = 8;
-constexpr int kTile = 32;                       // key blocks per shared tile
-constexpr std::size_t kSmemBudget = 200 * 1024;  // leaves room for the static part
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowTile = 32;   // query rows computed per CTA (rows past the CTA's count: unused)
+constexpr int kKeyTile = 64;   // key blocks per shared tile
+constexpr int kBins = 256;     // histogram words per warp (topk_cut.cuh)
+constexpr std::size_t kSmemLimit = 227 * 1024;
 
 template <int D>
-__host__ __device__ constexpr int tile_stride() {
-  return D + 4;  // float4 rows; lanes j..j+7 of a phase land 4 banks apart
+__host__ __device__ constexpr int row_stride() {
+  return D + 4;  // rows 4 banks apart: 8 consecutive rows' float4 loads cover all 32 banks
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
-__device__ __forceinline__ int warp_sum(int v) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-
-// Smaller key = higher score (order-preserving map of the float, inverted).
-__device__ __forceinline__ unsigned rank_key(float score) {
-  const unsigned bits = __float_as_uint(score);
-  return ~((bits & 0x80000000u) != 0u ? ~bits : (bits | 0x80000000u));
-}
-
-// Loads pooled rows [first, first + 32) of one head into a padded tile; rows past n are zeros.
 template <int D>
-__device__ void load_tile(float* tile, const float* pooled, int first, int n) {
-  constexpr int kVec = D / 4;
-  for (int i = threadIdx.x; i < kTile * kVec; i += blockDim.x) {
-    const int r = i / kVec;
-    const int c = i % kVec;
-    float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (first + r < n) x = reinterpret_cast<const float4*>(pooled + (first + r) * D)[c];
-    reinterpret_cast<float4*>(tile + r * tile_stride<D>())[c] = x;
+__host__ __device__ constexpr std::size_t fixed_smem_floats() {
+  return static_cast<std::size_t>(kKeyTile + kRowTile) * row_stride<D>();
+}
+
+// Pooled rows [first, first + ROWS) of one head, ROWS*D/4 float4 spread over the CTA; rows at or
+// past `limit` are zeros. Loaded into registers, stored to the padded tile later.
+template <int D, int ROWS>
+struct TileLoad {
+  static constexpr int kVec = D / 4;
+  static constexpr int kPerThread = ROWS * kVec / kThreads;
+  static_assert(ROWS * kVec % kThreads == 0, "whole float4s per thread");
+  float4 r[kPerThread];
+
+  __device__ __forceinline__ void load(const float* pooled, int first, int limit) {
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int id = threadIdx.x + i * kThreads;
+      const int row = first + id / kVec;
+      r[i] = row < limit ? __ldg(reinterpret_cast<const float4*>(pooled) +
+                                 static_cast<std::int64_t>(row) * kVec + id % kVec)
+                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
   }
-}
+  __device__ __forceinline__ void store(float* tile) const {
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int id = threadIdx.x + i * kThreads;
+      *reinterpret_cast<float4*>(tile + (id / kVec) * row_stride<D>() + 4 * (id % kVec)) = r[i];
+    }
+  }
+};
 
 template <int D>
-__global__ void __launch_bounds__(kMaxRowsPerCta * 32) select_kernel(const SelectParams p) {
+__global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams p, const int rows) {
   extern __shared__ __align__(16) float smem[];
-  const int rows_per_cta = blockDim.x / 32;
+  constexpr int S = row_stride<D>();
   const int n = p.blocks;
-  float* tile = smem;                                  // [32][D+4]
-  float* qbar = tile + kTile * tile_stride<D>();       // [rows_per_cta][D]
-  float* scores_all = qbar + rows_per_cta * D;         // [rows_per_cta][n]
+  float* k_tile = smem;                            // [64][S]; later histograms, then V tiles
+  float* q_tile = k_tile + kKeyTile * S;           // [32][S]
+  float* scores_all = q_tile + kRowTile * S;       // [rows][n]
 
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
   const std::int64_t head_row0 = static_cast<std::int64_t>(blockIdx.y) * n;
-  const int q_block = blockIdx.x * rows_per_cta + warp;
-  const bool active = q_block < n;  // idle warps still join the CTA's barriers
-  const std::int64_t row = head_row0 + q_block;
-  float* scores = scores_all + warp * n;
+  const int q_first = blockIdx.x * rows;
+  const int q_limit = min(q_first + rows, n);  // rows of this CTA: [q_first, q_limit)
 
-  if (active) {
-    for (int d = lane; d < D; d += 32) qbar[warp * D + d] = p.pooled_q[row * D + d];
-  }
-
-  // 1. Scores, one 32-block tile of pooled K at a time.
-  const float* kbar = p.pooled_k + head_row0 * D;
-  for (int first = 0; first < n; first += kTile) {
-    __syncthreads();  // the previous tile is consumed (and qbar written, the first time)
-    load_tile<D>(tile, kbar, first, n);
-    __syncthreads();
-    if (active) {
-      const float4* q4 = reinterpret_cast<const float4*>(qbar + warp * D);
-      const float4* k4 = reinterpret_cast<const float4*>(tile + lane * tile_stride<D>());
-      float acc = 0.0f;
+  // 1. Scores. Thread tile: rows wr*16 + rg + 8i, keys wk*8 + kg + 4j (i, j < 2), so a warp's
+  //    float4 loads touch 8 consecutive rows or 4 consecutive keys: one wavefront each.
+  {
+    TileLoad<D, kRowTile> q_load;
+    q_load.load(p.pooled_q + head_row0 * D, q_first, q_limit);
+    q_load.store(q_tile);
+    TileLoad<D, kKeyTile> k_load;
+    const float* kbar = p.pooled_k + head_row0 * D;
+    k_load.load(kbar, 0, n);
+    const int row0 = (warp / 8) * 16 + lane / 4;
+    const int key0 = (warp % 8) * 8 + lane % 4;
+    for (int first = 0; first < n; first += kKeyTile) {
+      __syncthreads();  // the previous tile is consumed
+      k_load.store(k_tile);
+      __syncthreads();
+      if (first + kKeyTile < n) k_load.load(kbar, first + kKeyTile, n);
+      float acc[2][2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) acc[i][0] = acc[i][1] = 0.0f;
 #pragma unroll 8
       for (int c = 0; c < D / 4; ++c) {
-        const float4 a = q4[c];
-        const float4 b = k4[c];
-        acc = fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, acc))));
+        float4 a[2];
+        float4 b[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          a[i] = *reinterpret_cast<const float4*>(q_tile + (row0 + 8 * i) * S + 4 * c);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          b[j] = *reinterpret_cast<const float4*>(k_tile + (key0 + 4 * j) * S + 4 * c);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            acc[i][j] = fmaf(a[i].x, b[j].x, acc[i][j]);
+            acc[i][j] = fmaf(a[i].y, b[j].y, acc[i][j]);
+            acc[i][j] = fmaf(a[i].z, b[j].z, acc[i][j]);
+            acc[i][j] = fmaf(a[i].w, b[j].w, acc[i][j]);
+          }
+        }
       }
-      if (first + lane < n) scores[first + lane] = acc * p.scale;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int r = row0 + 8 * i;
+        if (r >= rows) continue;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int key = first + key0 + 4 * j;
+          if (key < n) scores_all[r * n + key] = acc[i][j] * p.scale;
+        }
+      }
     }
   }
-  __syncwarp();
+  __syncthreads();  // every score written; the K tile becomes the histograms
 
-  float row_max = 0.0f;
-  if (active) {
-    // 2. Row statistics.
-    float sum = 0.0f;
-    for (int j = lane; j < n; j += 32) sum += scores[j];
-    const float mean = warp_sum(sum) / static_cast<float>(n);
-    float sq = 0.0f;
-    for (int j = lane; j < n; j += 32) {
-      const float diff = scores[j] - mean;
-      sq = fmaf(diff, diff, sq);
-    }
-    const float threshold = mean + p.tau * sqrtf(warp_sum(sq) / static_cast<float>(n));
+  // 2-5. A warp per row.
+  unsigned* hist = reinterpret_cast<unsigned*>(k_tile) + warp * kBins;
+  for (int i = lane; i < kBins; i += 32) hist[i] = 0u;
+  __syncwarp();
+  for (int r = warp; q_first + r < q_limit; r += kWarps) {
+    const int q_block = q_first + r;
+    const std::int64_t row = head_row0 + q_block;
+    float* scores = scores_all + r * n;
 
     auto forced = [&](int j) {
       const int gap = j > q_block ? j - q_block : q_block - j;
       return gap <= kDiagonalRadius || (j >= p.sink_key_begin && j < p.sink_key_end);
     };
     const bool dense_row = q_block >= p.sink_query_begin && q_block < p.sink_query_end;
+    // Candidates = blocks not forced: n minus |diagonal band u sink range|, by interval sizes.
+    const int band_lo = max(0, q_block - kDiagonalRadius);
+    const int band_hi = min(n, q_block + kDiagonalRadius + 1);
+    const int overlap = max(0, min(band_hi, p.sink_key_end) - max(band_lo, p.sink_key_begin));
+    const int candidates =
+        n - (band_hi - band_lo) - (p.sink_key_end - p.sink_key_begin) + overlap;
 
-    // 3. Decide the rule for this row: plain threshold, or the top `k` by rank.
+    // 2-3. The threshold rule needs the row's mean and std (one pass, shifted by the first score
+    //      against cancellation) and how many candidates pass it; the top-k rule needs neither.
     bool ranked = p.rule == SelectRule::topk;
-    int candidates = 0;
-    int above = 0;
-    for (int j = lane; j < n; j += 32) {
-      if (forced(j)) continue;
-      ++candidates;
-      above += scores[j] > threshold;
+    float threshold = 0.0f;
+    if (!ranked) {
+      const float shift = scores[0];
+      float sum = 0.0f;
+      float sq = 0.0f;
+#pragma unroll 4
+      for (int j = lane; j < n; j += 32) {
+        const float x = scores[j] - shift;
+        sum += x;
+        sq = fmaf(x, x, sq);
+      }
+      const float mean = warp_sum(sum) / static_cast<float>(n);
+      const float var = fmaxf(warp_sum(sq) / static_cast<float>(n) - mean * mean, 0.0f);
+      threshold = shift + mean + p.tau * sqrtf(var);
+      int above = 0;
+#pragma unroll 4
+      for (int j = lane; j < n; j += 32) above += !forced(j) && scores[j] > threshold;
+      if (warp_sum(above) > p.top_k) ranked = true;
     }
-    candidates = warp_sum(candidates);
-    above = warp_sum(above);
-    if (p.rule == SelectRule::threshold && above > p.top_k) ranked = true;
     const int k = min(p.top_k, candidates);
     unsigned cut = 0;  // keys below `cut` are kept, and the first `ties` keys equal to it
     int ties = 0;
-    if (ranked && k > 0) {
-      int remaining = k;
-      for (int bit = 31; bit >= 0; --bit) {
-        const unsigned high = ~0u << bit;
-        int c = 0;
-        for (int j = lane; j < n; j += 32) {
-          c += !forced(j) && (rank_key(scores[j]) & high) == cut;
-        }
-        c = warp_sum(c);
-        if (c < remaining) {
-          remaining -= c;
-          cut |= 1u << bit;
-        }
-      }
-      ties = remaining;
-    }
+    if (ranked && k > 0 && !dense_row) topk_cut(scores, n, k, forced, hist, cut, ties);
 
     // 4-5. Ascending compaction by ballots.
     int* list = p.kv_idx + row * p.max_k;
@@ -193,56 +223,73 @@ __global__ void __launch_bounds__(kMaxRowsPerCta * 32) select_kernel(const Selec
     }
     // A dense row reports every block (the attention kernel then ignores its list).
     if (lane == 0) p.kv_count[row] = dense_row ? n : min(written, p.max_k);
-    if (p.coarse != nullptr) {
+
+    if (p.coarse != nullptr) {  // softmax weights in place of the scores, for step 6
       float m = -INFINITY;
       for (int j = lane; j < n; j += 32) m = fmaxf(m, scores[j]);
-      row_max = warp_max(m);
+      m = warp_max(m);
+      float denom = 0.0f;
+      for (int j = lane; j < n; j += 32) {
+        const float w = __expf(scores[j] - m);
+        scores[j] = w;
+        denom += w;
+      }
+      denom = warp_sum(denom);
+      if (lane == 0) q_tile[r] = 1.0f / denom;  // the Q tile is free now
     }
   }
 
-  // 6. Coarse output: softmax weights in place of the scores, then tiles of pooled V.
+  // 6. Coarse output: the warp's rows r = warp + 8i, lane owning D/32 consecutive dims.
   if (p.coarse == nullptr) return;  // uniform across the CTA
-  float denom = 0.0f;
-  if (active) {
-    for (int j = lane; j < n; j += 32) {
-      const float w = __expf(scores[j] - row_max);
-      scores[j] = w;
-      denom += w;
-    }
-    denom = warp_sum(denom);
-  }
   constexpr int kPerLane = D / 32;
-  float acc[kPerLane];
+  constexpr int kRowsPerWarp = kRowTile / kWarps;
+  float acc[kRowsPerWarp][kPerLane];
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) acc[i][e] = 0.0f;
+  }
   const float* vbar = p.pooled_v + head_row0 * D;
-  for (int first = 0; first < n; first += kTile) {
+  TileLoad<D, kKeyTile> v_load;
+  for (int first = 0; first < n; first += kKeyTile) {
+    v_load.load(vbar, first, n);
+    __syncthreads();  // histograms / the previous V tile are done with
+    v_load.store(k_tile);
     __syncthreads();
-    load_tile<D>(tile, vbar, first, n);
-    __syncthreads();
-    if (active) {
-      const int count = min(kTile, n - first);
-      for (int jj = 0; jj < count; ++jj) {
-        const float w = scores[first + jj];
+    const int count = min(kKeyTile, n - first);
+    for (int jj = 0; jj < count; ++jj) {
+      float v[kPerLane];
 #pragma unroll
-        for (int i = 0; i < kPerLane; ++i) {
-          acc[i] = fmaf(w, tile[jj * tile_stride<D>() + lane + 32 * i], acc[i]);
-        }
+      for (int e = 0; e < kPerLane; ++e) v[e] = k_tile[jj * S + lane * kPerLane + e];
+#pragma unroll
+      for (int i = 0; i < kRowsPerWarp; ++i) {
+        const int r = warp + kWarps * i;
+        if (q_first + r >= q_limit) continue;
+        const float w = scores_all[r * n + first + jj];
+#pragma unroll
+        for (int e = 0; e < kPerLane; ++e) acc[i][e] = fmaf(w, v[e], acc[i][e]);
       }
     }
   }
-  if (active) {
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) p.coarse[row * D + lane + 32 * i] = acc[i] / denom;
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int r = warp + kWarps * i;
+    if (q_first + r >= q_limit) continue;
+    const float inv = q_tile[r];
+    float* dst = p.coarse + (head_row0 + q_first + r) * D + lane * kPerLane;
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) dst[e] = acc[i][e] * inv;
   }
 }
 
 template <int D>
 void launch(const SelectParams& params, cudaStream_t stream) {
-  const std::size_t fixed = sizeof(float) * kTile * tile_stride<D>();
-  const std::size_t per_row = sizeof(float) * (D + static_cast<std::size_t>(params.blocks));
-  int rows = static_cast<int>((kSmemBudget - fixed) / per_row);
-  rows = rows < 1 ? 1 : (rows > kMaxRowsPerCta ? kMaxRowsPerCta : rows);
+  const std::size_t fixed = sizeof(float) * fixed_smem_floats<D>();
+  static_assert(sizeof(float) * kKeyTile * row_stride<D>() >= sizeof(unsigned) * kBins * kWarps,
+                "the histograms fit in the K tile");
+  const std::size_t per_row = sizeof(float) * static_cast<std::size_t>(params.blocks);
+  int rows = static_cast<int>((kSmemLimit - fixed) / per_row);
+  rows = rows < 1 ? 1 : (rows > kRowTile ? kRowTile : rows);
   const std::size_t smem = fixed + per_row * static_cast<std::size_t>(rows);
   MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(&select_kernel<D>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -250,7 +297,7 @@ void launch(const SelectParams& params, cudaStream_t stream) {
   const int heads_total = params.rows / params.blocks;
   const dim3 grid(static_cast<unsigned>((params.blocks + rows - 1) / rows),
                   static_cast<unsigned>(heads_total));
-  select_kernel<D><<<grid, rows * 32, smem, stream>>>(params);
+  select_kernel<D><<<grid, kThreads, smem, stream>>>(params, rows);
   check_launch("select_kernel");
 }
 

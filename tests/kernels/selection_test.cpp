@@ -87,6 +87,49 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
   EXPECT_LE(relative_l2(c.output(), want), kMaxRelativeL2);
 }
 
+// Rows whose scores tie massively: every key block a copy of block 0 (a flat row), or of block 0
+// and 1 alternately (two values, ~n/2 blocks each). Both take topk_cut's exact fallback (a flat
+// range, or more than 32 candidates in the boundary bin); the lists must still hold exactly k.
+TEST(SelectionTies, FlatAndTwoValuedRowsKeepExactlyK) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  for (const int patterns : {1, 2}) {
+    const AttentionShape shape{1, 64 * 100, 2, 64};
+    GpuCase c(shape, 1.0f);
+    SCOPED_TRACE(testing::Message() << "seed " << c.seed << ", " << patterns << " block patterns");
+    for (std::int64_t tok = 0; tok < shape.tokens; ++tok) {
+      const std::int64_t src = (tok / 64) % patterns * 64 + tok % 64;
+      for (int h = 0; h < shape.heads; ++h) {
+        for (int d = 0; d < shape.head_dim; ++d) {
+          const auto to = static_cast<std::size_t>((tok * shape.heads + h) * shape.head_dim + d);
+          const auto from = static_cast<std::size_t>((src * shape.heads + h) * shape.head_dim + d);
+          c.k.bits[to] = c.k.bits[from];
+          c.k.values[to] = c.k.values[from];
+        }
+      }
+    }
+    c.dk->upload(c.k.bits);
+    const AttentionPolicy policy = make(SparsityMode::topk, 0, 10, 100);
+    const WorkspaceLayout layout = workspace_layout(shape, policy);
+    DeviceBuffer workspace(layout.bytes);
+    workspace.poison();
+    launch_selection(shape, c.tensors(), policy, workspace.get(), workspace.bytes(), nullptr);
+    TEST_CUDA(cudaDeviceSynchronize());
+    const auto rows = static_cast<std::size_t>(shape.rows());
+    const int n = shape.blocks();
+    std::vector<int> all = workspace.download<int>(layout.bytes / sizeof(int));
+    const int* idx = all.data() + layout.kv_idx / 4;
+    const int* count = all.data() + layout.kv_count / 4;
+    const auto scores = reference_scores(shape, reference_pool(shape, c.q), reference_pool(shape, c.k));
+    const int top_k = selected_blocks(shape, policy);
+    for (std::size_t row = 0; row < rows; ++row) {
+      const std::string why = check_selection_row(policy, static_cast<int>(row % n), n, top_k,
+                                                  &scores[row * n], idx + row * layout.max_k,
+                                                  count[row], layout.max_k);
+      ASSERT_TRUE(why.empty()) << "row " << row << ": " << why;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Modes, Selection,
     ::testing::Values(
