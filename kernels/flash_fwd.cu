@@ -2,10 +2,15 @@
 // by a sweep on the H200 (few instantiations keep the CI build short). Dense, 24 heads, 32k tokens:
 // d=128: 16 rows/warp 3 stages 302 TFLOP/s, 2 stages 297, 32 rows/warp 115-180 (register spills);
 // d=64: 32 rows/warp 3 stages 292, 16 rows/warp 278.
+// On a compute capability 9.0 device, head_dim 128 runs the wgmma kernel (flash_wgmma.cu)
+// instead; MEMPLAN_ATTENTION_KERNEL=mma in the environment forces mma.sync (for comparison).
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "cuda_check.hpp"
 #include "flash_fwd.cuh"
+#include "flash_wgmma.hpp"
 
 namespace memplan::attention::detail {
 
@@ -26,10 +31,20 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   check_launch("flash_fwd_kernel");
 }
 
+bool mma_forced() {
+  static const bool forced = [] {
+    const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
+    return value != nullptr && std::strcmp(value, "mma") == 0;
+  }();
+  return forced;
+}
+
 }  // namespace
 
 void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
-  if (params.head_dim == 64) {
+  if (params.head_dim == 128 && !mma_forced() && flash_wgmma_available()) {
+    run_flash_wgmma(params, stream);
+  } else if (params.head_dim == 64) {
     launch<64, 2, 3>(params, stream);
   } else {
     launch<128, 1, 3>(params, stream);

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "flash_row.cuh"
 #include "launchers.hpp"
 #include "mma.cuh"
 
@@ -78,26 +79,19 @@ __global__ void __launch_bounds__(FlashConfig<D, MT, STAGES>::kThreads)
   const int warp = tid / 32;
   const int lane = tid % 32;
 
-  const std::int64_t row = (static_cast<std::int64_t>(batch) * p.heads + head) * p.blocks + q_block;
-  const int listed = p.kv_count != nullptr ? p.kv_count[row] : p.blocks;
-  const bool dense_row = listed >= p.blocks;
-  const int count = dense_row ? p.blocks : listed;
-  const int* list = dense_row ? nullptr : p.kv_idx + row * p.max_k;
-
-  const std::int64_t stride = static_cast<std::int64_t>(p.heads) * D;
-  const std::int64_t head_offset = static_cast<std::int64_t>(batch) * p.tokens * stride +
-                                   static_cast<std::int64_t>(head) * D;
-  const auto* q = static_cast<const __nv_bfloat16*>(p.q) + head_offset;
-  const auto* k = static_cast<const __nv_bfloat16*>(p.k) + head_offset;
-  const auto* v = static_cast<const __nv_bfloat16*>(p.v) + head_offset;
+  const FlashRow<D> fr(p, q_block, head, batch);
+  const int count = fr.count;
+  const std::int64_t stride = fr.stride;
+  const auto* q = fr.at(p.q);
+  const auto* k = fr.at(p.k);
+  const auto* v = fr.at(p.v);
 
   const std::uint32_t s_q = smem_addr(smem);
   auto s_k = [&](int stage) { return s_q + Cfg::kTileBytes * (1 + stage); };
   auto s_v = [&](int stage) { return s_q + Cfg::kTileBytes * (1 + STAGES + stage); };
-  auto key_block = [&](int it) { return dense_row ? it : __ldg(list + it); };
   auto load_kv = [&](int it) {
     const int stage = it % STAGES;
-    const std::int64_t token0 = static_cast<std::int64_t>(key_block(it)) * 64;
+    const std::int64_t token0 = static_cast<std::int64_t>(fr.key_block(it)) * 64;
     load_tile<D, kThreads>(s_k(stage), k, stride, token0, p.tokens, tid);
     load_tile<D, kThreads>(s_v(stage), v, stride, token0, p.tokens, tid);
   };
@@ -152,7 +146,7 @@ __global__ void __launch_bounds__(FlashConfig<D, MT, STAGES>::kThreads)
     }
 
     const int stage = it % STAGES;
-    const int kb = key_block(it);
+    const int kb = fr.key_block(it);
 
     // S = Q K^T over head_dim, 16 at a time.
     float s[MT][8][4];
@@ -266,33 +260,13 @@ __global__ void __launch_bounds__(FlashConfig<D, MT, STAGES>::kThreads)
   }
   cp_async_wait<0>();  // no copy may still target shared memory when the CTA exits
 
-  // Epilogue: normalise, add the gated coarse output, store bf16 pairs.
-  auto* out = static_cast<__nv_bfloat16*>(p.out) + head_offset;
-  const float* coarse = p.coarse != nullptr ? p.coarse + row * D : nullptr;
+  // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of each of its m-tiles.
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
-      float total = l[mt][hr];
-      total += __shfl_xor_sync(0xffffffffu, total, 1);
-      total += __shfl_xor_sync(0xffffffffu, total, 2);
-      // An empty row (count 0: only a hand-made list can have one) writes zeros, not NaN.
-      const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-      const int r = warp_row0 + mt * 16 + lane / 4 + hr * 8;
-      const std::int64_t token = static_cast<std::int64_t>(q_block) * 64 + r;
-      if (token >= p.tokens) continue;
-      __nv_bfloat16* dst = out + token * stride;
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        const int col = dt * 8 + 2 * (lane % 4);
-        float x0 = o[mt][dt][2 * hr] * inv;
-        float x1 = o[mt][dt][2 * hr + 1] * inv;
-        if (coarse != nullptr) {
-          x0 = fmaf(p.coarse_gate, coarse[col], x0);
-          x1 = fmaf(p.coarse_gate, coarse[col + 1], x1);
-        }
-        *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(x0, x1);
-      }
+      store_row<D>(p, fr, q_block, warp_row0 + mt * 16 + lane / 4 + hr * 8, l[mt][hr], lane,
+                   [&](int dt, int j) { return o[mt][dt][2 * hr + j]; });
     }
   }
 }
