@@ -1,0 +1,153 @@
+// Runs a repeated step through the memory compiler and, once the step is stable, as a captured
+// graph.
+//
+// The caller passes the step as a callable that allocates through a StepContext (which forwards to
+// the Compiler) and enqueues its kernels with StepContext::launch. The runner always runs the
+// callable, so the compiler sees every allocation event of every step: breaks, rogues and host
+// state (caches, counters) stay exact, and replayed allocations cost only host bookkeeping. What
+// changes is what happens to the launches:
+//   - capture off: each launch runs at once (eager);
+//   - capture on: launches are deferred to the end of the callable, still inside the step. The
+//     step's fingerprint (the key, every pointer and size the context handed out, every free,
+//     every value declared with depends_on, the number of launches) is then compared with the one
+//     of the last step under the same key. Equal and a graph exists: the graph is launched instead
+//     of the deferred launches. Equal for `capture_after` replayed steps in a row (no break, no
+//     recorded allocation): the deferred launches are captured, instantiated once and the graph
+//     launched. Otherwise the deferred launches run eagerly, and a graph whose fingerprint no
+//     longer matches (a break re-planned the branch, a rogue moved it, a dependency changed) is
+//     dropped and counted as an invalidation.
+// Why this is safe: a graph is launched only when this step's own launches would have used exactly
+// the captured pointers, and the compiler just handed those pointers out to this step, so they are
+// mapped and overlap nothing live. Launches run before end_step, so nothing a recording touched is
+// trimmed before the work using it is queued (and trimming waits for the stream).
+//
+// The contract on the caller: under one key, the launches must be a function of the fingerprint
+// (same pointers and dependencies -> same kernels and arguments). Values that change per step
+// (a timestep) must be read by the kernels from device memory, not baked into launch arguments.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "memplan/capture/step_graph.hpp"
+#include "memplan/runtime/compiler.hpp"
+
+namespace memplan::capture {
+
+struct CaptureOptions {
+  bool enabled = true;     // false: every step eager, launches run at once
+  int capture_after = 2;   // replayed steps with an equal fingerprint before a capture (>= 1)
+};
+
+struct CaptureStats {
+  std::uint64_t steps = 0;
+  std::uint64_t eager_steps = 0;      // launches ran one by one
+  std::uint64_t captures = 0;         // graphs captured and instantiated
+  std::uint64_t graph_launches = 0;   // steps served by a graph (the capturing step included)
+  std::uint64_t invalidations = 0;    // graphs dropped because their step changed
+  std::uint64_t capture_failures = 0; // captures that failed; the step then ran eagerly
+  std::uint64_t live_graphs = 0;
+};
+
+enum class StepPath : std::uint8_t { Eager, Captured, Graph };
+[[nodiscard]] const char* to_string(StepPath path) noexcept;
+
+class StepContext {
+ public:
+  // Allocates through the compiler on the runner's stream (inside pause scopes too).
+  [[nodiscard]] void* allocate(std::size_t bytes, std::string_view tag = {},
+                               std::size_t alignment = 0) {
+    void* p = compiler_->allocate(bytes, stream_, tag, alignment);
+    trace_.insert(trace_.end(), {1, reinterpret_cast<std::uintptr_t>(p), bytes});
+    return p;
+  }
+  void deallocate(void* p) {
+    compiler_->deallocate(p, stream_);
+    trace_.insert(trace_.end(), {2, reinterpret_cast<std::uintptr_t>(p)});
+  }
+  // A value the launches depend on that this step did not allocate: a buffer kept from an
+  // earlier step, a pointer of a persistent buffer, a shape.
+  void depends_on(std::uint64_t value) { trace_.insert(trace_.end(), {3, value}); }
+  void depends_on(const void* p) { depends_on(reinterpret_cast<std::uintptr_t>(p)); }
+
+  // Enqueues `f` on the stream: at once when capture is off, else at the end of the callable.
+  template <class F>
+  void launch(F&& f) {
+    ++launches_;
+    if (defer_) {
+      deferred_.emplace_back(std::forward<F>(f));
+    } else {
+      f(stream_);
+    }
+  }
+
+  [[nodiscard]] Compiler& compiler() noexcept { return *compiler_; }
+  [[nodiscard]] arena::StreamRef stream() const noexcept { return stream_; }
+
+ private:
+  friend class StepRunner;
+  StepContext(Compiler& compiler, arena::StreamRef stream) : compiler_(&compiler), stream_(stream) {}
+  void reset(bool defer) {
+    trace_.clear();
+    deferred_.clear();
+    launches_ = 0;
+    defer_ = defer;
+  }
+
+  Compiler* compiler_;
+  arena::StreamRef stream_;
+  bool defer_ = false;
+  std::uint64_t launches_ = 0;
+  std::vector<std::uint64_t> trace_;
+  std::vector<Launch> deferred_;
+};
+
+class StepRunner {
+ public:
+  using Body = std::function<void(StepContext&)>;
+
+  // `executor` makes the graphs; `stream` is where every launch and graph goes (a created CUDA
+  // stream for the CUDA executor). Throws InvalidArgument for capture_after < 1.
+  StepRunner(Compiler& compiler, GraphExecutor& executor, arena::StreamRef stream,
+             CaptureOptions options = {});
+
+  // Runs one step named `step_name` (a compiler step) whose launches are described by `key`.
+  // Returns how the launches ran. If `body` throws, the step is aborted (as by a StepGuard),
+  // its deferred launches are dropped, and the exception propagates.
+  StepPath run(std::string_view step_name, std::string_view key, const Body& body);
+
+  // Drops every graph (counted as invalidations): call when something the launches depend on
+  // changed behind the fingerprint's back.
+  void invalidate_all();
+
+  [[nodiscard]] const CaptureStats& stats() const noexcept { return stats_; }
+  [[nodiscard]] const CaptureOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Entry {
+    std::vector<std::uint64_t> fingerprint;
+    int stable = 0;          // replayed steps in a row with this fingerprint
+    bool uncapturable = false;
+    std::unique_ptr<StepGraph> graph;
+  };
+
+  StepPath finish(Entry& entry, bool replayed);
+  void run_deferred();
+
+  Compiler& compiler_;
+  GraphExecutor& executor_;
+  arena::StreamRef stream_;
+  CaptureOptions options_;
+  StepContext context_;
+  std::map<std::string, Entry, std::less<>> entries_;
+  CaptureStats stats_;
+};
+
+}  // namespace memplan::capture

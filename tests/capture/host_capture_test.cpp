@@ -1,0 +1,172 @@
+// The capture policy on the host executor: when a step is captured, when the graph is launched
+// instead of the launches, and when it is dropped. Launches write into arena memory, so the tests
+// check the data the graph produced, not only the counters.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "memplan/arena/host_backend.hpp"
+#include "memplan/capture/step_runner.hpp"
+
+namespace memplan::capture {
+namespace {
+
+CompilerOptions small() {
+  CompilerOptions o;
+  o.reserve_bytes = std::size_t{1} << 30;
+  o.chunk_bytes = std::size_t{2} << 20;
+  o.pool_reserve_bytes = std::size_t{256} << 20;
+  o.pool_chunk_bytes = std::size_t{2} << 20;
+  o.plan_budget = std::chrono::milliseconds(20);
+  return o;
+}
+
+struct Fixture : ::testing::Test {
+  arena::HostBackend backend{arena::HostBackendOptions{.commit = false}};
+  Compiler compiler{backend, small()};
+  HostGraphExecutor executor;
+  std::vector<int> out = std::vector<int>(4, 0);  // what the last step produced
+  int launches_run = 0;
+
+  // A step of three buffers: a = value, b = a + 1, out[slot] = b; `extra` adds a workspace
+  // allocation (the schedule window's sparse path).
+  StepRunner::Body body(int value, bool extra = false, int slot = 0) {
+    return [this, value, extra, slot](StepContext& ctx) {
+      auto* a = static_cast<int*>(ctx.allocate(1 << 16));
+      auto* b = static_cast<int*>(ctx.allocate(1 << 16));
+      void* ws = extra ? ctx.allocate(1 << 20, "workspace") : nullptr;
+      int* dst = &out[static_cast<std::size_t>(slot)];
+      ctx.depends_on(dst);
+      ctx.launch([this, a, value](arena::StreamRef) { ++launches_run; *a = value; });
+      ctx.launch([this, a, b](arena::StreamRef) { ++launches_run; *b = *a + 1; });
+      ctx.launch([this, b, dst](arena::StreamRef) { ++launches_run; *dst = *b; });
+      ctx.deallocate(a);
+      if (ws != nullptr) ctx.deallocate(ws);
+      ctx.deallocate(b);
+    };
+  }
+};
+
+TEST_F(Fixture, EagerWhenDisabledRunsEachLaunchAtOnce) {
+  StepRunner runner(compiler, executor, {}, {.enabled = false});
+  for (int s = 0; s < 5; ++s) {
+    EXPECT_EQ(runner.run("denoise", "k", body(s)), StepPath::Eager);
+    EXPECT_EQ(out[0], s + 1);
+  }
+  EXPECT_EQ(runner.stats().eager_steps, 5u);
+  EXPECT_EQ(runner.stats().captures, 0u);
+  EXPECT_EQ(launches_run, 15);
+}
+
+TEST_F(Fixture, CapturesAfterStableReplaysThenLaunchesTheGraphWithoutBackendCalls) {
+  StepRunner runner(compiler, executor, {}, {.capture_after = 2});
+  std::vector<StepPath> paths;
+  for (int s = 0; s < 3; ++s) paths.push_back(runner.run("denoise", "k", body(7)));
+  const auto calls = backend.calls();
+  for (int s = 0; s < 5; ++s) paths.push_back(runner.run("denoise", "k", body(7)));
+  EXPECT_EQ((backend.calls() - calls).memory_calls(), 0u);
+  // step 0 records, step 1 is the first replay, step 2 the second: captured.
+  const std::vector<StepPath> want{StepPath::Eager, StepPath::Eager, StepPath::Captured,
+                                   StepPath::Graph, StepPath::Graph, StepPath::Graph,
+                                   StepPath::Graph, StepPath::Graph};
+  EXPECT_EQ(paths, want);
+  EXPECT_EQ(out[0], 8);
+  EXPECT_EQ(runner.stats().captures, 1u);
+  EXPECT_EQ(runner.stats().graph_launches, 6u);
+  EXPECT_EQ(runner.stats().invalidations, 0u);
+  EXPECT_EQ(launches_run, 24);  // the graph runs the same three launches
+  EXPECT_EQ(compiler.stats().steps_replayed, 7u);  // the compiler saw every step
+}
+
+TEST_F(Fixture, AGraphReplaysTheCapturedValuesNotTheHostState) {
+  // A value baked into a launch argument is captured: this is why per-step values belong in
+  // memory (or in the key), and why the fingerprint covers declared dependencies.
+  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(10));
+  EXPECT_EQ(runner.run("denoise", "k", body(20)), StepPath::Graph);
+  EXPECT_EQ(out[0], 11);
+}
+
+TEST_F(Fixture, ABreakUnderTheSameKeyInvalidatesAndTheNewBranchIsCapturedOnce) {
+  StepRunner runner(compiler, executor, {}, {.capture_after = 2});
+  for (int s = 0; s < 4; ++s) runner.run("denoise", "k", body(1));
+  ASSERT_EQ(runner.stats().live_graphs, 1u);
+  const auto breaks = compiler.stats().graph_breaks;
+  // Same key, but the step now allocates a workspace: a break, new pointers, the graph is stale.
+  EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Eager);
+  EXPECT_EQ(out[0], 3);
+  EXPECT_EQ(compiler.stats().graph_breaks, breaks + 1);
+  EXPECT_EQ(runner.stats().invalidations, 1u);
+  EXPECT_EQ(runner.stats().live_graphs, 0u);
+  EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Eager);
+  EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Captured);
+  EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Graph);
+  EXPECT_EQ(runner.stats().captures, 2u);
+  EXPECT_EQ(compiler.stats().graph_breaks, breaks + 1);
+}
+
+TEST_F(Fixture, EachKeyKeepsItsGraphWhileBranchesAlternate) {
+  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  for (int round = 0; round < 6; ++round) {
+    runner.run("denoise", "dense", body(1, false, 0));
+    runner.run("denoise", "sparse", body(2, true, 1));
+  }
+  EXPECT_EQ(out[0], 2);
+  EXPECT_EQ(out[1], 3);
+  EXPECT_EQ(runner.stats().captures, 2u);
+  EXPECT_EQ(runner.stats().invalidations, 0u);
+  EXPECT_EQ(runner.stats().live_graphs, 2u);
+  EXPECT_GE(runner.stats().graph_launches, 8u);
+  EXPECT_EQ(compiler.stats().graph_breaks, 1u);  // the sparse path, once
+}
+
+TEST_F(Fixture, AChangedDependencyInvalidatesTheGraph) {
+  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(5, false, 0));
+  // Another output buffer: the old graph would write the old one. Dropped, and (capture_after
+  // is 1, the step replayed) the step is captured again with the new pointer.
+  EXPECT_EQ(runner.run("denoise", "k", body(5, false, 2)), StepPath::Captured);
+  EXPECT_EQ(out[2], 6);
+  EXPECT_EQ(runner.stats().invalidations, 1u);
+  EXPECT_EQ(runner.stats().captures, 2u);
+  EXPECT_EQ(compiler.stats().graph_breaks, 0u);  // the compiler saw the same allocations
+}
+
+TEST_F(Fixture, AThrowingBodyAbortsTheStepLaunchesNothingAndTheRunnerGoesOn) {
+  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(1));
+  const int before = launches_run;
+  EXPECT_THROW(runner.run("denoise", "k",
+                          [](StepContext& ctx) {
+                            ctx.launch([](arena::StreamRef) { FAIL() << "must not run"; });
+                            throw InvalidState("model failed");
+                          }),
+               InvalidState);
+  EXPECT_EQ(launches_run, before);
+  EXPECT_FALSE(compiler.in_step());
+  EXPECT_EQ(compiler.stats().steps_aborted, 1u);
+  EXPECT_EQ(runner.run("denoise", "k", body(4)), StepPath::Graph);
+  EXPECT_EQ(out[0], 2);  // the graph's captured value
+}
+
+TEST_F(Fixture, AReleasedArenaIsMappedBackBeforeTheGraphRuns) {
+  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(9));
+  compiler.release();
+  EXPECT_EQ(compiler.stats().mapped_bytes, 0u);
+  EXPECT_EQ(runner.run("denoise", "k", body(9)), StepPath::Graph);  // writes would fault if not
+  EXPECT_EQ(out[0], 10);
+  EXPECT_GT(compiler.stats().mapped_bytes, 0u);
+}
+
+TEST(CaptureOptionsTest, CaptureAfterBelowOneIsRejected) {
+  arena::HostBackend backend{arena::HostBackendOptions{.commit = false}};
+  Compiler compiler{backend, small()};
+  HostGraphExecutor executor;
+  EXPECT_THROW(StepRunner(compiler, executor, {}, {.capture_after = 0}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace memplan::capture
