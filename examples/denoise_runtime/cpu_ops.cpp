@@ -1,0 +1,247 @@
+// CPU kernels in float (see cpu_ops.hpp). Deterministic: same inputs, same bits.
+#include "cpu_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "memplan/error.hpp"
+
+namespace denoise {
+namespace {
+
+constexpr int kBlock = 64;
+
+float hash_uniform(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f;
+}
+
+float* f(void* p) { return static_cast<float*>(p); }
+const float* f(const void* p) { return static_cast<const float*>(p); }
+
+struct SparseLayout {
+  int n = 0, keep = 0;
+  std::size_t pooled_q = 0, pooled_k = 0, idx = 0, count = 0, bytes = 0;
+};
+
+SparseLayout layout(const Dims& d) {
+  SparseLayout l;
+  l.n = static_cast<int>((d.tokens + kBlock - 1) / kBlock);
+  l.keep = std::max(1, l.n / 4);
+  const auto up = [](std::size_t x) { return (x + 255) / 256 * 256; };
+  const std::size_t rows = static_cast<std::size_t>(d.heads) * static_cast<std::size_t>(l.n);
+  l.pooled_q = 0;
+  l.pooled_k = up(rows * d.head_dim * 4);
+  l.idx = l.pooled_k + up(rows * d.head_dim * 4);
+  l.count = l.idx + up(rows * static_cast<std::size_t>(l.n) * 4);
+  l.bytes = l.count + up(rows * 4);
+  return l;
+}
+
+class CpuOps final : public Ops {
+ public:
+  std::string name() const override { return "cpu (float loops)"; }
+  std::size_t act_bytes() const override { return 4; }
+  std::size_t attention_workspace(const Dims& d, Attn attn) const override {
+    return attn == Attn::Dense ? 0 : layout(d).bytes;
+  }
+
+  void* alloc_fixed(std::size_t bytes) override {
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (p == nullptr) throw memplan::OutOfMemory(fmt_oom(bytes));
+    return p;
+  }
+  void free_fixed(void* p) noexcept override { std::free(p); }
+  void upload(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void download(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+
+  void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool, Stream) override {
+    for (std::int64_t i = 0; i < n; ++i) f(p)[i] = scale * hash_uniform(seed, static_cast<std::uint64_t>(i));
+  }
+  void embed(void* h, const float* x, const void* temb, const float* sched, const int* counter,
+             std::int64_t tokens, int hidden, Stream) override {
+    const float t = sched[*counter];
+    for (std::int64_t r = 0; r < tokens; ++r)
+      for (int c = 0; c < hidden; ++c) f(h)[r * hidden + c] = x[r * hidden + c] + t * f(temb)[c];
+  }
+  void rmsnorm(void* out, const void* in, const void* gain, std::int64_t rows, int cols, Stream) override {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* x = f(in) + r * cols;
+      float ss = 0;
+      for (int c = 0; c < cols; ++c) ss += x[c] * x[c];
+      const float inv = 1.0f / std::sqrt(ss / static_cast<float>(cols) + 1e-6f);
+      for (int c = 0; c < cols; ++c) f(out)[r * cols + c] = x[c] * inv * f(gain)[c];
+    }
+  }
+  void gemm(void* out, const void* in, const void* w, std::int64_t m, int k, int n, Stream) override {
+    for (std::int64_t i = 0; i < m; ++i) {
+      float* o = f(out) + i * n;
+      std::fill(o, o + n, 0.0f);
+      for (int kk = 0; kk < k; ++kk) {
+        const float a = f(in)[i * k + kk];
+        const float* row = f(w) + static_cast<std::int64_t>(kk) * n;
+        for (int j = 0; j < n; ++j) o[j] += a * row[j];
+      }
+    }
+  }
+  void gemm_qkv(void* qkv, const void* in, const void* w, std::int64_t m, int hidden, Stream s) override {
+    const std::int64_t mh = m * hidden;
+    const std::int64_t hh = static_cast<std::int64_t>(hidden) * hidden;
+    for (int p = 0; p < 3; ++p) gemm(f(qkv) + p * mh, in, f(w) + p * hh, m, hidden, hidden, s);
+  }
+  void rope_table(float* table, std::int64_t tokens, int head_dim, Stream) override {
+    const int half = head_dim / 2;
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (int j = 0; j < half; ++j) {
+        const double angle = static_cast<double>(t) * std::pow(10000.0, -2.0 * j / head_dim);
+        table[(t * half + j) * 2] = static_cast<float>(std::cos(angle));
+        table[(t * half + j) * 2 + 1] = static_cast<float>(std::sin(angle));
+      }
+  }
+  void rope(void* q, void* k, const float* table, const Dims& d, Stream) override {
+    const int half = d.head_dim / 2;
+    for (float* x : {f(q), f(k)})
+      for (std::int64_t t = 0; t < d.tokens; ++t)
+        for (int hd = 0; hd < d.heads; ++hd)
+          for (int j = 0; j < half; ++j) {
+            float* pair = x + (t * d.heads + hd) * d.head_dim + 2 * j;
+            const float c = table[(t * half + j) * 2], sn = table[(t * half + j) * 2 + 1];
+            const float a = pair[0], b = pair[1];
+            pair[0] = a * c - b * sn;
+            pair[1] = a * sn + b * c;
+          }
+  }
+  void attention(void* out, const void* q, const void* k, const void* v, void* ws,
+                 std::size_t ws_bytes, const Dims& d, Attn attn, Stream) override {
+    const int n = static_cast<int>((d.tokens + kBlock - 1) / kBlock);
+    std::vector<int> all(static_cast<std::size_t>(n));
+    std::iota(all.begin(), all.end(), 0);
+    SparseLayout l;
+    if (attn == Attn::Sparse) {
+      l = layout(d);
+      if (ws == nullptr || ws_bytes < l.bytes) throw memplan::InvalidArgument("cpu attention: workspace too small");
+      select(q, k, ws, d, l);
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
+    const std::int64_t stride = static_cast<std::int64_t>(d.heads) * d.head_dim;
+    std::vector<float> scores, acc(static_cast<std::size_t>(d.head_dim));
+    for (int hd = 0; hd < d.heads; ++hd)
+      for (int qb = 0; qb < n; ++qb) {
+        const int* list = all.data();
+        int count = n;
+        if (attn == Attn::Sparse) {
+          const std::size_t row = static_cast<std::size_t>(hd) * n + qb;
+          list = reinterpret_cast<const int*>(static_cast<std::byte*>(ws) + l.idx) + row * n;
+          count = reinterpret_cast<const int*>(static_cast<std::byte*>(ws) + l.count)[row];
+        }
+        for (std::int64_t t = qb * kBlock; t < std::min<std::int64_t>(d.tokens, (qb + 1) * kBlock); ++t) {
+          const float* qr = f(q) + t * stride + hd * d.head_dim;
+          scores.clear();
+          float mx = -INFINITY;
+          for (int li = 0; li < count; ++li)
+            for (std::int64_t u = list[li] * kBlock; u < std::min<std::int64_t>(d.tokens, (list[li] + 1) * kBlock); ++u) {
+              const float* kr = f(k) + u * stride + hd * d.head_dim;
+              float dot = 0;
+              for (int c = 0; c < d.head_dim; ++c) dot += qr[c] * kr[c];
+              scores.push_back(dot * scale);
+              mx = std::max(mx, dot * scale);
+            }
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          float sum = 0;
+          std::size_t si = 0;
+          for (int li = 0; li < count; ++li)
+            for (std::int64_t u = list[li] * kBlock; u < std::min<std::int64_t>(d.tokens, (list[li] + 1) * kBlock); ++u) {
+              const float p = std::exp(scores[si++] - mx);
+              sum += p;
+              const float* vr = f(v) + u * stride + hd * d.head_dim;
+              for (int c = 0; c < d.head_dim; ++c) acc[c] += p * vr[c];
+            }
+          float* o = f(out) + t * stride + hd * d.head_dim;
+          for (int c = 0; c < d.head_dim; ++c) o[c] = acc[c] / sum;
+        }
+      }
+  }
+  void gelu(void* x, std::int64_t n, Stream) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = f(x)[i];
+      f(x)[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    }
+  }
+  void add(void* h, const void* o, std::int64_t n, Stream) override {
+    for (std::int64_t i = 0; i < n; ++i) f(h)[i] += o != nullptr ? f(o)[i] : 1.0f;
+  }
+  void euler(float* x, const void* v, const float* sched, const int* counter, std::int64_t n, Stream) override {
+    const float dt = sched[*counter + 1] - sched[*counter];
+    for (std::int64_t i = 0; i < n; ++i) x[i] += dt * f(v)[i];
+  }
+  void advance(int* counter, Stream) override { ++*counter; }
+  void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden, float a, Stream) override {
+    for (std::int64_t t = 0; t < t2; ++t)
+      for (int c = 0; c < hidden; ++c)
+        x2[t * hidden + c] = a * x1[(t % t1) * hidden + c] + (1.0f - a) * x2[t * hidden + c];
+  }
+
+ private:
+  static std::string fmt_oom(std::size_t bytes) {
+    return "cpu ops: aligned_alloc of " + std::to_string(bytes) + " bytes failed";
+  }
+
+  // Pooled block means of Q and K, then per (head, query block) the top `keep` key blocks by
+  // pooled score plus the diagonal band, ascending.
+  static void select(const void* q, const void* k, void* ws, const Dims& d, const SparseLayout& l) {
+    auto* base = static_cast<std::byte*>(ws);
+    auto* pq = reinterpret_cast<float*>(base + l.pooled_q);
+    auto* pk = reinterpret_cast<float*>(base + l.pooled_k);
+    auto* idx = reinterpret_cast<int*>(base + l.idx);
+    auto* cnt = reinterpret_cast<int*>(base + l.count);
+    const std::int64_t stride = static_cast<std::int64_t>(d.heads) * d.head_dim;
+    for (int hd = 0; hd < d.heads; ++hd)
+      for (int b = 0; b < l.n; ++b) {
+        const std::int64_t lo = b * kBlock, hi = std::min<std::int64_t>(d.tokens, lo + kBlock);
+        for (auto [src, dst] : {std::pair{f(q), pq}, std::pair{f(k), pk}}) {
+          float* row = dst + (static_cast<std::size_t>(hd) * l.n + b) * d.head_dim;
+          for (int c = 0; c < d.head_dim; ++c) {
+            float s = 0;
+            for (std::int64_t t = lo; t < hi; ++t) s += src[t * stride + hd * d.head_dim + c];
+            row[c] = s / static_cast<float>(hi - lo);
+          }
+        }
+      }
+    std::vector<float> score(static_cast<std::size_t>(l.n));
+    std::vector<int> order(static_cast<std::size_t>(l.n));
+    std::vector<char> keep(static_cast<std::size_t>(l.n));
+    for (int hd = 0; hd < d.heads; ++hd)
+      for (int qb = 0; qb < l.n; ++qb) {
+        const float* qr = pq + (static_cast<std::size_t>(hd) * l.n + qb) * d.head_dim;
+        for (int kb = 0; kb < l.n; ++kb) {
+          const float* kr = pk + (static_cast<std::size_t>(hd) * l.n + kb) * d.head_dim;
+          float dot = 0;
+          for (int c = 0; c < d.head_dim; ++c) dot += qr[c] * kr[c];
+          score[kb] = dot;
+        }
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return score[a] > score[b]; });
+        std::fill(keep.begin(), keep.end(), 0);
+        for (int i = 0; i < l.keep; ++i) keep[order[i]] = 1;
+        for (int kb = std::max(0, qb - 1); kb <= std::min(l.n - 1, qb + 1); ++kb) keep[kb] = 1;
+        const std::size_t row = static_cast<std::size_t>(hd) * l.n + qb;
+        int c = 0;
+        for (int kb = 0; kb < l.n; ++kb)
+          if (keep[kb]) idx[row * l.n + c++] = kb;
+        cnt[row] = c;
+      }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cpu_ops() { return std::make_unique<CpuOps>(); }
+
+}  // namespace denoise

@@ -1,0 +1,134 @@
+// The GPU platform: one non-blocking stream, the CUDA VMM backend for memplan, CUDA Graphs, and the
+// baseline: cudaMallocAsync from a dedicated pool whose release threshold is unlimited (a warm
+// pool: memory freed in a step is kept for the next), its high-water marks read from the pool.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <limits>
+#include <unordered_set>
+
+#include "gpu_ops.hpp"
+#include "memplan/arena/cuda_vmm_backend.hpp"
+#include "memplan/capture/cuda_graph_executor.hpp"
+#include "memplan/error.hpp"
+#include "memplan/log.hpp"
+#include "platform.hpp"
+
+namespace denoise {
+namespace {
+
+void check(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) {
+    throw memplan::CudaError(fmt::format("{} failed: {} ({})", call, cudaGetErrorString(status),
+                                         static_cast<int>(status)));
+  }
+}
+
+class AsyncMemory final : public BaselineMemory {
+ public:
+  explicit AsyncMemory(cudaStream_t stream) : stream_(stream) {
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+    std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
+    check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold),
+          "cudaMemPoolSetAttribute(release threshold)");
+  }
+  ~AsyncMemory() override {
+    (void)cudaStreamSynchronize(stream_);
+    for (void* p : kept_) (void)cudaFree(p);
+    if (cudaMemPoolDestroy(pool_) != cudaSuccess) memplan::logger().error("cudaMemPoolDestroy failed");
+  }
+  void* alloc(std::size_t bytes, std::string_view) override {
+    void* p = nullptr;
+    ++calls_;
+    check(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_), "cudaMallocFromPoolAsync");
+    return p;
+  }
+  void free(void* p) override {
+    ++calls_;
+    check(cudaFreeAsync(p, stream_), "cudaFreeAsync");
+  }
+  // Kept buffers (the rope cache) are not step memory: plain cudaMalloc, outside the pool.
+  void* alloc_kept(std::size_t bytes, std::string_view, bool) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc(kept)");
+    kept_.insert(p);
+    return p;
+  }
+  void free_kept(void* p) override {
+    if (kept_.erase(p) == 0) throw memplan::InvalidPointer("async baseline: kept pointer not live");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check(cudaFree(p), "cudaFree(kept)");
+  }
+  void depends_on(const void*) override {}
+  void launch(memplan::capture::Launch f) override { f(Stream{stream_}); }
+  std::uint64_t reserved_high_bytes() const override { return attribute(cudaMemPoolAttrReservedMemHigh); }
+  std::uint64_t used_high_bytes() const override { return attribute(cudaMemPoolAttrUsedMemHigh); }
+  std::uint64_t calls() const override { return calls_; }
+
+ private:
+  std::uint64_t attribute(cudaMemPoolAttr attr) const {
+    std::uint64_t v = 0;
+    check(cudaMemPoolGetAttribute(pool_, attr, &v), "cudaMemPoolGetAttribute");
+    return v;
+  }
+  cudaStream_t stream_;
+  cudaMemPool_t pool_ = nullptr;
+  std::unordered_set<void*> kept_;
+  std::uint64_t calls_ = 0;
+};
+
+class GpuPlatform final : public Platform {
+ public:
+  GpuPlatform() {
+    check(cudaSetDevice(0), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    name_ = fmt::format("{} ({} SMs, {} MiB)", prop.name, prop.multiProcessorCount, prop.totalGlobalMem >> 20);
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    ops_ = make_gpu_ops(stream_);
+  }
+  ~GpuPlatform() override {
+    ops_.reset();
+    if (stream_ != nullptr) {
+      (void)cudaStreamSynchronize(stream_);
+      (void)cudaStreamDestroy(stream_);
+    }
+  }
+  bool gpu() const override { return true; }
+  std::string device_name() const override { return name_; }
+  Ops& ops() override { return *ops_; }
+  Stream stream() override { return Stream{stream_}; }
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  std::unique_ptr<memplan::arena::PhysicalBackend> make_backend() override {
+    return std::make_unique<memplan::arena::CudaVmmBackend>();
+  }
+  memplan::capture::GraphExecutor& executor() override { return executor_; }
+  std::unique_ptr<BaselineMemory> make_baseline() override { return std::make_unique<AsyncMemory>(stream_); }
+
+ private:
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<Ops> ops_;
+  memplan::capture::CudaGraphExecutor executor_;
+};
+
+}  // namespace
+
+std::unique_ptr<Platform> make_gpu_platform() { return std::make_unique<GpuPlatform>(); }
+
+bool gpu_available() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return count > 0 && memplan::arena::CudaVmmBackend::available();
+}
+
+}  // namespace denoise

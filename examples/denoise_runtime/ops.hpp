@@ -1,0 +1,76 @@
+// The kernels of the model, behind one interface with two implementations: CUDA (cuBLAS GEMMs,
+// memplan's block-sparse attention, small elementwise kernels; activations in bf16) and the CPU
+// (plain loops in float). Every op enqueues work on a stream and neither allocates nor syncs, so a
+// step's launches can be captured. Per-step values (the timestep) are read from device memory
+// (the schedule indexed by a device counter), never baked into a launch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memplan/arena/backend.hpp"
+
+namespace denoise {
+
+using Stream = memplan::arena::StreamRef;
+
+struct Dims {
+  std::int64_t tokens = 0;
+  int heads = 0;
+  int head_dim = 0;
+  [[nodiscard]] int hidden() const { return heads * head_dim; }
+};
+
+enum class Attn : std::uint8_t { Dense, Sparse };
+
+class Ops {
+ public:
+  Ops() = default;
+  Ops(const Ops&) = delete;
+  Ops& operator=(const Ops&) = delete;
+  virtual ~Ops() = default;
+
+  [[nodiscard]] virtual std::string name() const = 0;
+  // Bytes of one activation element (2 for bf16 on the GPU, 4 for float on the CPU).
+  [[nodiscard]] virtual std::size_t act_bytes() const = 0;
+  [[nodiscard]] virtual std::size_t attention_workspace(const Dims& dims, Attn attn) const = 0;
+
+  // Memory outside the compared step memory: weights, latents, schedules (plain allocations).
+  [[nodiscard]] virtual void* alloc_fixed(std::size_t bytes) = 0;
+  virtual void free_fixed(void* p) noexcept = 0;
+  virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
+
+  // p[i] = uniform in [-scale, scale] from (seed, i); activations (act) or float.
+  virtual void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool act, Stream s) = 0;
+  // h = act(x + t * temb[c]), t = sched[*counter]; x float [tokens, hidden].
+  virtual void embed(void* h, const float* x, const void* temb, const float* sched,
+                     const int* counter, std::int64_t tokens, int hidden, Stream s) = 0;
+  virtual void rmsnorm(void* out, const void* in, const void* gain, std::int64_t rows, int cols,
+                       Stream s) = 0;
+  // out[m, n] = in[m, k] * w[k, n]
+  virtual void gemm(void* out, const void* in, const void* w, std::int64_t m, int k, int n,
+                    Stream s) = 0;
+  // qkv[3][m][hidden] = in[m, hidden] * w[3][hidden][hidden]
+  virtual void gemm_qkv(void* qkv, const void* in, const void* w, std::int64_t m, int hidden,
+                        Stream s) = 0;
+  // table[t][j] = (cos, sin)(t * 10000^(-2j/d)), float [tokens][head_dim/2][2]
+  virtual void rope_table(float* table, std::int64_t tokens, int head_dim, Stream s) = 0;
+  virtual void rope(void* q, void* k, const float* table, const Dims& dims, Stream s) = 0;
+  virtual void attention(void* out, const void* q, const void* k, const void* v, void* workspace,
+                         std::size_t workspace_bytes, const Dims& dims, Attn attn, Stream s) = 0;
+  virtual void gelu(void* x, std::int64_t n, Stream s) = 0;
+  // h += o; a null `o` adds 1 (norm gains)
+  virtual void add(void* h, const void* o, std::int64_t n, Stream s) = 0;
+  // x += (sched[c + 1] - sched[c]) * v, c = *counter
+  virtual void euler(float* x, const void* v, const float* sched, const int* counter,
+                     std::int64_t n, Stream s) = 0;
+  virtual void advance(int* counter, Stream s) = 0;
+  // x2[t, c] = a * x1[t % t1, c] + (1 - a) * x2[t, c]
+  virtual void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden,
+                     float a, Stream s) = 0;
+};
+
+}  // namespace denoise

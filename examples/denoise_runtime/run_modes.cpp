@@ -1,0 +1,161 @@
+// One allocation mode over every pass. The memplan modes drive the step through the capture
+// layer's StepRunner (graphs on or off); the baseline calls the allocator directly. The same step
+// program (Model::step) runs in all of them.
+#include "run_modes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "memplan/capture/step_runner.hpp"
+#include "memplan/runtime/compiler.hpp"
+
+namespace denoise {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// StepMemory over the capture layer's context: the compiler, launches maybe deferred.
+class RunnerMemory final : public StepMemory {
+ public:
+  explicit RunnerMemory(memplan::capture::StepContext& ctx) : ctx_(ctx) {}
+  void* alloc(std::size_t bytes, std::string_view tag) override { return ctx_.allocate(bytes, tag); }
+  void free(void* p) override { ctx_.deallocate(p); }
+  void* alloc_kept(std::size_t bytes, std::string_view tag, bool paused) override {
+    if (!paused) return ctx_.allocate(bytes, tag);  // live at the step's end: a rogue
+    auto pause = ctx_.compiler().pause();
+    return ctx_.allocate(bytes, tag);
+  }
+  void depends_on(const void* p) override { ctx_.depends_on(p); }
+  void launch(memplan::capture::Launch f) override { ctx_.launch(std::move(f)); }
+
+ private:
+  memplan::capture::StepContext& ctx_;
+};
+
+void print_row(const ModeResult& r, const StepRow& row) {
+  fmt::print("[{:<15}] pass {} step {:>2} {:<6} {:<7} host {:>8.3f} ms  step {:>8.3f} ms  breaks {:>2}  "
+             "rogues {:>2}  mapped {:>9.2f} MiB  pool {:>7.2f} MiB  mem calls {}\n",
+             r.name, row.pass, row.step, row.attn == Attn::Sparse ? "sparse" : "dense", row.path,
+             row.host_ms, row.step_ms, row.breaks, row.rogues, static_cast<double>(row.mapped) / (1 << 20),
+             static_cast<double>(row.pool) / (1 << 20), row.mem_calls);
+}
+
+void prepare(Model& model, std::vector<Pass>& passes, std::size_t p, Stream s) {
+  model.reset_pass(passes[p], s);
+  if (p > 0) model.seed_from(passes[p], passes[p - 1], s);
+}
+
+// Runs every step of every pass: `issue(pass, step, attn, row)` issues one step and fills the
+// row's counters; the time to issue it and until the stream finished it are measured here.
+template <class Issue>
+void run_passes(const Config& c, Platform& platform, Model& model, ModeResult& r, Issue&& issue) {
+  auto& passes = model.passes();
+  for (std::size_t p = 0; p < passes.size(); ++p) {
+    prepare(model, passes, p, platform.stream());
+    platform.synchronize();
+    const Pass& pass = passes[p];
+    for (int i = 0; i < pass.steps; ++i) {
+      StepRow row{.pass = pass.index, .step = i, .attn = model.attention_for(pass, i)};
+      const auto t0 = Clock::now();
+      issue(pass, row);
+      const auto t1 = Clock::now();
+      platform.synchronize();
+      const auto t2 = Clock::now();
+      row.host_ms = ms(t1 - t0);
+      row.step_ms = ms(t2 - t0);
+      r.rows.push_back(row);
+      if (c.per_step) print_row(r, r.rows.back());
+    }
+  }
+  r.latents = model.read_latents(passes.back());
+}
+
+ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& model) {
+  ModeResult r;
+  r.mode = mode;
+  r.name = to_string(mode, platform.gpu());
+  auto backend = platform.make_backend();
+  memplan::CompilerOptions o;
+  o.reserve_bytes = platform.gpu() ? std::size_t{64} << 30 : std::size_t{8} << 30;
+  o.chunk_bytes = c.chunk_mib << 20;
+  o.pool_reserve_bytes = std::size_t{8} << 30;
+  o.pool_chunk_bytes = std::size_t{2} << 20;
+  memplan::Compiler compiler(*backend, o);
+  memplan::capture::StepRunner runner(
+      compiler, platform.executor(), platform.stream(),
+      {.enabled = mode == Mode::Graphs, .capture_after = c.capture_after});
+  std::map<std::int64_t, void*> rope;
+  run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
+    const std::string key =
+        fmt::format("pass{}/{}", pass.index, row.attn == Attn::Sparse ? "sparse" : "dense");
+    const auto before = compiler.stats();
+    const auto path = runner.run("denoise", key, [&](memplan::capture::StepContext& ctx) {
+      RunnerMemory mem(ctx);
+      model.step(pass, row.attn, rope, mem);
+    });
+    const auto after = compiler.stats();
+    row.path = memplan::capture::to_string(path);
+    row.replayed = after.steps_replayed > before.steps_replayed;
+    row.breaks = after.graph_breaks;
+    row.rogues = after.rogues;
+    row.mapped = after.mapped_bytes;
+    row.pool = after.pool_mapped_bytes;
+    row.mem_calls = (after.backend_calls - before.backend_calls).memory_calls();
+    if (row.replayed) r.replayed_step_mem_calls += row.mem_calls;
+    r.peak_bytes = std::max(r.peak_bytes, row.mapped);
+  });
+  for (auto& [tokens, p] : rope) compiler.deallocate(p);
+  const auto s = compiler.stats();
+  r.planned_bytes = s.planned_peak_bytes;
+  r.lower_bound = s.lower_bound_bytes;
+  r.breaks = s.graph_breaks;
+  r.rogues = s.rogues;
+  r.branches = s.branches;
+  r.steps_replayed = s.steps_replayed;
+  r.captures = runner.stats().captures;
+  r.graph_launches = runner.stats().graph_launches;
+  r.invalidations = runner.stats().invalidations;
+  r.report = compiler.report();
+  platform.synchronize();
+  return r;
+}
+
+ModeResult run_baseline(const Config& c, Platform& platform, Model& model) {
+  ModeResult r;
+  r.mode = Mode::Baseline;
+  r.name = to_string(Mode::Baseline, platform.gpu());
+  auto mem = platform.make_baseline();
+  std::map<std::int64_t, void*> rope;
+  run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
+    const auto calls = mem->calls();
+    model.step(pass, row.attn, rope, *mem);
+    row.mapped = mem->reserved_high_bytes();
+    row.mem_calls = mem->calls() - calls;
+    if (!r.rows.empty()) r.replayed_step_mem_calls += row.mem_calls;  // every warm step
+  });
+  platform.synchronize();
+  for (auto& [tokens, p] : rope) mem->free_kept(p);
+  r.peak_bytes = mem->reserved_high_bytes();
+  r.lower_bound = mem->used_high_bytes();
+  return r;
+}
+
+}  // namespace
+
+ModeResult run_mode(Mode mode, const Config& config, Platform& platform, Model& model) {
+  return mode == Mode::Baseline ? run_baseline(config, platform, model)
+                                : run_memplan(mode, config, platform, model);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace denoise

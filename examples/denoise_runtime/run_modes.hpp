@@ -1,0 +1,49 @@
+// Runs the model's passes in one allocation mode and collects what the runtime prints: a row per
+// step (time, path, breaks, rogues, memory, allocator calls) and a summary per mode.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "model.hpp"
+#include "platform.hpp"
+
+namespace denoise {
+
+struct StepRow {
+  int pass = 0;
+  int step = 0;
+  Attn attn = Attn::Dense;
+  const char* path = "-";     // eager / capture / graph (memplan modes), "-" for the baseline
+  bool replayed = false;      // memplan: the compiler replayed the whole step
+  double host_ms = 0;         // time to issue the step (the host's part)
+  double step_ms = 0;         // until the stream finished it
+  std::uint64_t breaks = 0;   // cumulative
+  std::uint64_t rogues = 0;   // cumulative
+  std::uint64_t mapped = 0;   // planned arena (memplan) or pool reserved (baseline)
+  std::uint64_t pool = 0;     // persistent pool mapped (memplan)
+  std::uint64_t mem_calls = 0;  // memory calls made during this step
+};
+
+struct ModeResult {
+  Mode mode = Mode::Eager;
+  std::string name;
+  std::vector<StepRow> rows;
+  std::vector<float> latents;       // the last pass's result
+  std::uint64_t peak_bytes = 0;     // memplan: arena mapped high; baseline: pool reserved high
+  std::uint64_t planned_bytes = 0;  // memplan: largest plan
+  std::uint64_t lower_bound = 0;    // memplan: that plan's lower bound; baseline: live high
+  std::uint64_t breaks = 0, rogues = 0, branches = 0;
+  std::uint64_t steps_replayed = 0;
+  std::uint64_t captures = 0, graph_launches = 0, invalidations = 0;
+  std::uint64_t replayed_step_mem_calls = 0;  // memory calls summed over replayed steps
+  std::string report;               // the compiler's report (memplan modes)
+};
+
+[[nodiscard]] ModeResult run_mode(Mode mode, const Config& config, Platform& platform, Model& model);
+
+[[nodiscard]] double median(std::vector<double> values);
+
+}  // namespace denoise
