@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "memplan/plan/csv.hpp"
+
 #include "memplan/plan/greedy.hpp"
 #include "memplan/plan/lower_bound.hpp"
 #include "solver_cases.hpp"
@@ -40,6 +44,20 @@ TEST(ExactCapacity, NodeLimitGivesUnknownNotAWrongAnswer) {
   const Problem problem = testing::greedy_is_suboptimal();
   const CapacityResult answer = solve_at_capacity(problem, 10, generous(), 1);
   EXPECT_NE(answer.status, Feasibility::Infeasible);
+}
+
+TEST(ExactCapacity, MinimallocDAndJFitTheirPublishedCapacity) {
+  // Their optimum lies between the bound and 1048576; the search finds a plan at 1048576 in a
+  // few thousand nodes (a node limit, not a clock, keeps this deterministic under sanitizers).
+  for (const char* name : {"D.1048576.csv", "J.1048576.csv"}) {
+    SCOPED_TRACE(name);
+    const Problem problem =
+        read_csv_file(std::filesystem::path(MEMPLAN_TEST_DATA_DIR) / "traces" / "minimalloc" / name);
+    const CapacityResult answer = solve_at_capacity(problem, 1048576, generous(), 50000);
+    ASSERT_EQ(answer.status, Feasibility::Found);
+    expect_valid(problem, answer.offsets);
+    EXPECT_LE(arena_size(problem, answer.offsets), 1048576);
+  }
 }
 
 TEST(Exact, FindsTheOptimumWhereGreedyDoesNot) {

@@ -2,10 +2,11 @@
 // bound over canonical placements (see src/plan/canonical_search.hpp for the pruning rules).
 //
 // The search decides one capacity at a time: "is there a plan no larger than C?". It asks the
-// bound first (most real problems reach it), and while that stays open it bisects between the
-// bound and the best plan so far; every question gets a node budget that doubles each round and
-// is tried under several branching orders in turn, since one order often solves in a hundred
-// nodes what another cannot in a million. Buffers with fixed offsets are obstacles; those that
+// bound first (most real problems reach it), and while that stays open it descends from the best
+// plan so far by a stride that doubles with each plan found and halves with each miss (capacities
+// well above the optimum are easy, those near an unreachable bound hopeless); every question gets
+// a node budget that doubles each round and is tried under several branching orders in turn,
+// since one order often solves in a hundred nodes what another cannot in a million. Buffers with fixed offsets are obstacles; those that
 // occupy nothing keep their fixed offset or 0.
 #pragma once
 
