@@ -47,7 +47,7 @@ SparseLayout layout(const Dims& d) {
 
 class CpuOps final : public Ops {
  public:
-  std::string name() const override { return "cpu (float loops)"; }
+  std::string name() const override { return "float loops"; }
   std::size_t act_bytes() const override { return 4; }
   std::size_t attention_workspace(const Dims& d, Attn attn) const override {
     return attn == Attn::Dense ? 0 : layout(d).bytes;

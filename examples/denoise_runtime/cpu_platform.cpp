@@ -60,7 +60,7 @@ class MallocMemory final : public BaselineMemory {
 class CpuPlatform final : public Platform {
  public:
   bool gpu() const override { return false; }
-  std::string device_name() const override { return "CPU (host backend, float loops)"; }
+  std::string device_name() const override { return "CPU, memplan on the host backend"; }
   Ops& ops() override { return *ops_; }
   Stream stream() override { return Stream{}; }  // ops run at once on this thread
   void synchronize() override {}
