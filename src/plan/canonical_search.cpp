@@ -51,6 +51,7 @@ SearchOutcome CanonicalSearch::run(Bytes capacity, std::span<const int> rank,
   pool_.resize(at(n));
   for (int v = 0; v < n; ++v) pool_[at(v)] = v;
   segment_of_.assign(sections, 0);
+  failures_.assign(sections, 0);
   witness_.resize(sections);
   for (std::size_t s = 0; s < sections; ++s) {
     const auto members = model_.members(static_cast<int>(s));
@@ -80,6 +81,8 @@ SearchOutcome CanonicalSearch::search(Part part, Bytes last_offset, int last_ran
     if (offset_[at(v)] != kUnplaced || offset >= lowest_top) continue;
     // Canonical order: offsets never decrease; equal offsets go by rank.
     if (offset < last_offset || (offset == last_offset && rank_[at(v)] <= last_rank)) continue;
+    const int twin = model_.twin_before[at(v)];
+    if (twin >= 0 && offset_[at(twin)] == kUnplaced) continue;  // twins go in index order
     candidates_.push_back(v);
   }
   std::sort(candidates_.begin() + static_cast<std::ptrdiff_t>(first_candidate), candidates_.end(),
@@ -222,7 +225,10 @@ bool CanonicalSearch::changed_sections_fit() {
     // find one low enough. The last one found usually still is (offsets only rise on the way
     // down the tree), so it is tried first; it is a hint, not state, and needs no undo.
     const Bytes highest_start = capacity_ - remaining;
-    if (floor_[at(s)] > highest_start) return false;
+    if (floor_[at(s)] > highest_start) {
+      ++failures_[at(s)];
+      return false;
+    }
     const auto low_enough = [&](int w) {
       return offset_[at(w)] == kUnplaced && lowest_[at(w)] <= highest_start;
     };
@@ -235,7 +241,10 @@ bool CanonicalSearch::changed_sections_fit() {
         break;
       }
     }
-    if (!fits) return false;
+    if (!fits) {
+      ++failures_[at(s)];
+      return false;
+    }
   }
   return true;
 }

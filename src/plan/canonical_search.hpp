@@ -41,6 +41,8 @@ class CanonicalSearch {
   [[nodiscard]] std::span<const Bytes> offsets() const { return offset_; }
   [[nodiscard]] std::int64_t nodes() const { return nodes_; }
   [[nodiscard]] bool deadline_passed() const { return deadline_passed_; }
+  // Per section: how often the last run pruned a placement because this section overflowed.
+  [[nodiscard]] std::span<const std::int64_t> section_failures() const { return failures_; }
 
  private:
   // A set of model buffers (a slice of pool_) and the sections they live in.
@@ -94,6 +96,7 @@ class CanonicalSearch {
   int changed_first_ = 0;          // sections the last placement changed: a contiguous run
   int changed_last_ = 0;
   std::vector<int> segment_of_;    // scratch: section -> segment when splitting
+  std::vector<std::int64_t> failures_;  // per section: prunes it caused in this run
   std::vector<int> witness_;       // per section: a member last found low enough (a hint)
 };
 

@@ -8,6 +8,7 @@
 
 #include "canonical_search.hpp"
 #include "cross_sections.hpp"
+#include "learned_order.hpp"
 #include "search_model.hpp"
 
 namespace memplan::plan {
@@ -22,6 +23,12 @@ using Clock = std::chrono::steady_clock;
 // seconds buys too few nodes to matter, and the index would crowd memory.
 constexpr std::size_t kMaxModelEntries = std::size_t{1} << 25;
 constexpr std::size_t kMaxSearchBuffers = 20000;
+
+// Restarts under the learned order per question, after the static orders, each with a third of
+// a static order's nodes: short restarts let the order learn (minimalloc/E and H reach the
+// bound within tens of milliseconds this way; no static order does within seconds).
+constexpr int kLearnedRuns = 6;
+constexpr std::int64_t kLearnedShare = 3;
 
 // Branching orders, each descending by three keys: lifetime length (W), area (A) and the
 // busiest section total the buffer takes part in (T). WAT, TAW and TWA complement each other.
@@ -56,7 +63,11 @@ std::vector<std::vector<int>> branching_ranks(const SearchModel& model) {
 class CapacityOracle {
  public:
   explicit CapacityOracle(const Problem& problem)
-      : problem_(problem), model_(problem), ranks_(branching_ranks(model_)), search_(model_) {
+      : problem_(problem),
+        model_(problem),
+        ranks_(branching_ranks(model_)),
+        learned_(model_, ranks_[1]),
+        search_(model_) {
     for (const Buffer& b : problem.buffers) {
       if (b.occupies() && b.fixed_offset) fixed_top_ = std::max(fixed_top_, *b.fixed_offset + b.size);
     }
@@ -64,16 +75,22 @@ class CapacityOracle {
 
   [[nodiscard]] const SearchModel& model() const { return model_; }
 
-  // Each branching order in turn gets `node_limit` nodes; the first definite answer wins.
+  // Each static branching order in turn gets `node_limit` nodes, then the learned order gets
+  // kLearnedRuns restarts of a third as many; the first definite answer wins.
   CapacityResult ask(Bytes capacity, std::int64_t node_limit, Clock::time_point deadline) {
     CapacityResult result;
     if (fixed_top_ > capacity) {
       result.status = Feasibility::Infeasible;  // the obstacles alone do not fit
       return result;
     }
-    for (const std::vector<int>& rank : ranks_) {
-      const SearchOutcome outcome = search_.run(capacity, rank, node_limit, deadline);
+    for (int run = 0; run < static_cast<int>(ranks_.size()) + kLearnedRuns; ++run) {
+      const bool learned = run >= static_cast<int>(ranks_.size());
+      const std::vector<int>& rank = learned ? learned_.rank() : ranks_[static_cast<std::size_t>(run)];
+      const SearchOutcome outcome =
+          search_.run(capacity, rank, learned ? std::max<std::int64_t>(node_limit / kLearnedShare, 1) : node_limit,
+                      deadline);
       result.nodes += search_.nodes();
+      learned_.learn(search_.section_failures());
       if (outcome == SearchOutcome::Infeasible) {
         result.status = Feasibility::Infeasible;
         return result;
@@ -101,6 +118,7 @@ class CapacityOracle {
   const Problem& problem_;
   SearchModel model_;
   std::vector<std::vector<int>> ranks_;
+  detail::LearnedOrder learned_;  // ties broken by TAW
   CanonicalSearch search_;
   Bytes fixed_top_ = 0;  // highest byte a fixed-offset buffer reaches
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 namespace memplan::plan::detail {
 namespace {
@@ -60,6 +61,23 @@ SearchModel::SearchModel(const Problem& problem)
     obstacle_starts[v + 1] = obstacle_list.size();
   }
   granularity = std::max<Bytes>(gcd, 1);
+
+  twin_before.assign(size.size(), -1);
+  std::vector<int> by_shape(size.size());
+  std::iota(by_shape.begin(), by_shape.end(), 0);
+  const auto shape = [&](int v) {
+    const auto i = static_cast<std::size_t>(v);
+    return std::tuple(lifetimes[i].lower, lifetimes[i].upper, size[i], alignment[i], v);
+  };
+  std::sort(by_shape.begin(), by_shape.end(), [&](int a, int b) { return shape(a) < shape(b); });
+  for (std::size_t k = 1; k < by_shape.size(); ++k) {
+    const int a = by_shape[k - 1];
+    const int b = by_shape[k];
+    if (std::get<0>(shape(a)) == std::get<0>(shape(b)) && std::get<1>(shape(a)) == std::get<1>(shape(b)) &&
+        std::get<2>(shape(a)) == std::get<2>(shape(b)) && std::get<3>(shape(a)) == std::get<3>(shape(b))) {
+      twin_before[static_cast<std::size_t>(b)] = a;
+    }
+  }
 
   member_starts.assign(static_cast<std::size_t>(sections.count) + 1, 0);
   for (std::size_t v = 0; v < size.size(); ++v) {

@@ -45,6 +45,9 @@ class SearchModel {
   std::vector<Bytes> section_totals;       // sum of member sizes
   std::vector<int> crossings;              // buffers crossing each section boundary
   Bytes granularity = 1;                   // every arena size is a multiple of it
+  // Per buffer: the previous buffer identical to it (lifetime, size, alignment), or -1. Twins
+  // are interchangeable, so the search places them in index order (a symmetry cut).
+  std::vector<int> twin_before;
 
  private:
   std::vector<std::size_t> obstacle_starts;
