@@ -24,11 +24,13 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxModelEntries = std::size_t{1} << 25;
 constexpr std::size_t kMaxSearchBuffers = 20000;
 
-// Restarts under the learned order per question, after the static orders, each with a third of
-// a static order's nodes: short restarts let the order learn (minimalloc/E and H reach the
-// bound within tens of milliseconds this way; no static order does within seconds).
-constexpr int kLearnedRuns = 6;
-constexpr std::int64_t kLearnedShare = 3;
+// Restarts under the learned order, after the static orders of each question: short ones (the
+// order learns between them) whose node limit starts at kLearnedFirst and grows slowly over the
+// whole search, worth kLearnedShare times a static order's nodes per question. minimalloc/E and
+// H reach the bound within tens of milliseconds this way; no static order does within seconds.
+constexpr double kLearnedShare = 1.0;
+constexpr double kLearnedFirst = 500;
+constexpr double kLearnedGrowth = 1.05;
 
 // Branching orders, each descending by three keys: lifetime length (W), area (A) and the
 // busiest section total the buffer takes part in (T). WAT, TAW and TWA complement each other.
@@ -76,31 +78,33 @@ class CapacityOracle {
   [[nodiscard]] const SearchModel& model() const { return model_; }
 
   // Each static branching order in turn gets `node_limit` nodes, then the learned order gets
-  // kLearnedRuns restarts of a third as many; the first definite answer wins.
+  // short restarts worth kLearnedShare times as many; the first definite answer wins.
   CapacityResult ask(Bytes capacity, std::int64_t node_limit, Clock::time_point deadline) {
     CapacityResult result;
     if (fixed_top_ > capacity) {
       result.status = Feasibility::Infeasible;  // the obstacles alone do not fit
       return result;
     }
-    for (int run = 0; run < static_cast<int>(ranks_.size()) + kLearnedRuns; ++run) {
-      const bool learned = run >= static_cast<int>(ranks_.size());
-      const std::vector<int>& rank = learned ? learned_.rank() : ranks_[static_cast<std::size_t>(run)];
-      const SearchOutcome outcome =
-          search_.run(capacity, rank, learned ? std::max<std::int64_t>(node_limit / kLearnedShare, 1) : node_limit,
-                      deadline);
+    const auto settle_run = [&](const std::vector<int>& rank, std::int64_t limit) {
+      const SearchOutcome outcome = search_.run(capacity, rank, limit, deadline);
       result.nodes += search_.nodes();
       learned_.learn(search_.section_failures());
-      if (outcome == SearchOutcome::Infeasible) {
-        result.status = Feasibility::Infeasible;
-        return result;
-      }
+      if (outcome == SearchOutcome::Infeasible) result.status = Feasibility::Infeasible;
       if (outcome == SearchOutcome::Found) {
         result.status = Feasibility::Found;
         result.offsets = full_offsets(search_.offsets());
-        return result;
       }
-      if (search_.deadline_passed()) break;
+      return outcome != SearchOutcome::Aborted || search_.deadline_passed();
+    };
+    for (const std::vector<int>& rank : ranks_) {
+      if (settle_run(rank, node_limit)) return result;
+    }
+    const auto learned_budget =
+        static_cast<std::int64_t>(kLearnedShare * static_cast<double>(node_limit));
+    for (const std::int64_t spent = result.nodes; result.nodes - spent < learned_budget;) {
+      const auto limit = static_cast<std::int64_t>(learned_limit_);
+      learned_limit_ *= kLearnedGrowth;
+      if (settle_run(learned_.rank(), limit)) return result;
     }
     return result;
   }
@@ -119,6 +123,7 @@ class CapacityOracle {
   SearchModel model_;
   std::vector<std::vector<int>> ranks_;
   detail::LearnedOrder learned_;  // ties broken by TAW
+  double learned_limit_ = kLearnedFirst;  // node limit of the next learned restart
   CanonicalSearch search_;
   Bytes fixed_top_ = 0;  // highest byte a fixed-offset buffer reaches
 };
@@ -176,7 +181,8 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
   Bytes stride = step;
   while (low < result.arena_size && time_left()) {
     ask(low, effort);
-    const std::int64_t descent_effort = std::max<std::int64_t>(effort / 2, 2 * model.buffer_count());
+    const std::int64_t descent_effort =
+        std::max<std::int64_t>(effort / 2, 2 * model.buffer_count());
     for (int misses = 0; misses < 2 && time_left();) {
       const Bytes target = std::max(result.arena_size - stride, low + step);
       if (target >= result.arena_size) break;

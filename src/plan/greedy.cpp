@@ -97,7 +97,8 @@ class GreedyContext {
       reach += static_cast<double>(b.size + b.alignment + b.fixed_offset.value_or(0));
       widest = std::max(widest, keys_.conflicts[v]);
     }
-    packable_ = reach < std::ldexp(1.0, 63 - kPositionBits) && widest < (std::int64_t{1} << kPositionBits);
+    packable_ = reach < std::ldexp(1.0, 63 - kPositionBits) &&
+                widest < (std::int64_t{1} << kPositionBits);
   }
 
   // Overlap entries (2 per overlapping pair), from the degrees: known without the graph.
@@ -135,7 +136,9 @@ class GreedyContext {
     for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
       plan.offsets[i] = problem_.buffers[i].fixed_offset.value_or(0);
     }
-    for (std::size_t v = 0; v < occupying_.size(); ++v) plan.offsets[occupying_[v]] = span_[v].first;
+    for (std::size_t v = 0; v < occupying_.size(); ++v) {
+      plan.offsets[occupying_[v]] = span_[v].first;
+    }
     plan.arena_size = arena_size(problem_, plan.offsets);
     return plan;
   }
@@ -284,8 +287,9 @@ GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit, Greed
 GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough) {
   GreedyContext context(problem, GreedyIndex::Auto);
   const double n = static_cast<double>(problem.buffers.size());
-  const bool large = context.index() == GreedyIndex::Scan ? n * n > kLargeScanPairs
-                                                          : context.overlap_entries() > kLargeGraphEntries;
+  const bool large = context.index() == GreedyIndex::Scan
+                         ? n * n > kLargeScanPairs
+                         : context.overlap_entries() > kLargeGraphEntries;
   const std::span<const GreedyOrder> orders(
       kOrders, large ? kOrdersForLargeProblems : std::size(kOrders));
   std::optional<GreedyPlan> best;

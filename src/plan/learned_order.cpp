@@ -42,7 +42,9 @@ const std::vector<int>& LearnedOrder::rank() {
     return base_rank_[i] < base_rank_[j];
   });
   rank_.resize(n);
-  for (std::size_t r = 0; r < n; ++r) rank_[static_cast<std::size_t>(order_[r])] = static_cast<int>(r);
+  for (std::size_t r = 0; r < n; ++r) {
+    rank_[static_cast<std::size_t>(order_[r])] = static_cast<int>(r);
+  }
   return rank_;
 }
 

@@ -67,15 +67,14 @@ SearchModel::SearchModel(const Problem& problem)
   std::iota(by_shape.begin(), by_shape.end(), 0);
   const auto shape = [&](int v) {
     const auto i = static_cast<std::size_t>(v);
-    return std::tuple(lifetimes[i].lower, lifetimes[i].upper, size[i], alignment[i], v);
+    return std::tuple(lifetimes[i].lower, lifetimes[i].upper, size[i], alignment[i]);
   };
-  std::sort(by_shape.begin(), by_shape.end(), [&](int a, int b) { return shape(a) < shape(b); });
+  std::sort(by_shape.begin(), by_shape.end(), [&](int a, int b) {
+    return std::pair(shape(a), a) < std::pair(shape(b), b);
+  });
   for (std::size_t k = 1; k < by_shape.size(); ++k) {
-    const int a = by_shape[k - 1];
-    const int b = by_shape[k];
-    if (std::get<0>(shape(a)) == std::get<0>(shape(b)) && std::get<1>(shape(a)) == std::get<1>(shape(b)) &&
-        std::get<2>(shape(a)) == std::get<2>(shape(b)) && std::get<3>(shape(a)) == std::get<3>(shape(b))) {
-      twin_before[static_cast<std::size_t>(b)] = a;
+    if (shape(by_shape[k - 1]) == shape(by_shape[k])) {
+      twin_before[static_cast<std::size_t>(by_shape[k])] = by_shape[k - 1];
     }
   }
 

@@ -51,8 +51,8 @@ TEST(ExactCapacity, MinimallocDAndJFitTheirPublishedCapacity) {
   // few thousand nodes (a node limit, not a clock, keeps this deterministic under sanitizers).
   for (const char* name : {"D.1048576.csv", "J.1048576.csv"}) {
     SCOPED_TRACE(name);
-    const Problem problem =
-        read_csv_file(std::filesystem::path(MEMPLAN_TEST_DATA_DIR) / "traces" / "minimalloc" / name);
+    const Problem problem = read_csv_file(std::filesystem::path(MEMPLAN_TEST_DATA_DIR) / "traces" /
+                                          "minimalloc" / name);
     const CapacityResult answer = solve_at_capacity(problem, 1048576, generous(), 50000);
     ASSERT_EQ(answer.status, Feasibility::Found);
     expect_valid(problem, answer.offsets);

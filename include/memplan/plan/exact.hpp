@@ -6,7 +6,9 @@
 // plan so far by a stride that doubles with each plan found and halves with each miss (capacities
 // well above the optimum are easy, those near an unreachable bound hopeless); every question gets
 // a node budget that doubles each round and is tried under several branching orders in turn,
-// since one order often solves in a hundred nodes what another cannot in a million. Buffers with fixed offsets are obstacles; those that
+// since one order often solves in a hundred nodes what another cannot in a million: three static
+// ones, then short restarts under an order learned from where the search failed (buffers of the
+// sections that overflowed most go first). Buffers with fixed offsets are obstacles; those that
 // occupy nothing keep their fixed offset or 0.
 #pragma once
 
