@@ -80,6 +80,28 @@ void greedy_synthetic(benchmark::State& state) {
 }
 BENCHMARK(greedy_synthetic)->Arg(60000)->Unit(benchmark::kMillisecond);
 
+// The greedy's two neighbour indexes on one strategy (identical plans, different costs): the
+// scan index wins on dense problems such as somas/bert_base, the graph on sparse ones.
+void greedy_index(benchmark::State& state, const Problem& problem,
+                  memplan::plan::GreedyIndex index) {
+  for (auto _ : state) {
+    auto plan = memplan::plan::greedy_plan(problem, memplan::plan::GreedyOrder::Size,
+                                           memplan::plan::Fit::Best, index);
+    benchmark::DoNotOptimize(plan.arena_size);
+  }
+}
+
+void register_greedy_indexes(const std::filesystem::path& file) {
+  const Problem problem = memplan::plan::read_csv_file(file);
+  const std::string name = "greedy_index/" + file.stem().string();
+  benchmark::RegisterBenchmark((name + "/graph").c_str(), greedy_index, problem,
+                               memplan::plan::GreedyIndex::Graph)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark((name + "/scan").c_str(), greedy_index, problem,
+                               memplan::plan::GreedyIndex::Scan)
+      ->Unit(benchmark::kMillisecond);
+}
+
 void register_traces() {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
@@ -93,6 +115,7 @@ void register_traces() {
         "plan_trace/" + file.parent_path().filename().string() + "/" + file.stem().string();
     benchmark::RegisterBenchmark(name.c_str(), plan_trace, memplan::plan::read_csv_file(file))
         ->Unit(benchmark::kMillisecond);
+    if (file.parent_path().filename() == "somas") register_greedy_indexes(file);
   }
 }
 
