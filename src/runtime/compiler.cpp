@@ -71,6 +71,7 @@ void Compiler::deallocate(void* p, arena::StreamRef /*stream*/) {
 
 void Compiler::begin_step(std::string_view name) {
   const std::lock_guard guard(impl_->lock);
+  impl_->lock.claim_ownership();  // the first step's thread gets the lock's fast path
   impl_->begin_step(name);
 }
 

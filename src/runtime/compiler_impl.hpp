@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -66,7 +67,8 @@ struct Compiler::Impl {
   // foreign is live, no option needs checking. nullptr / false: take the full path instead.
   void* try_replay_allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
     if (current == nullptr || mode != StepMode::Replay || pause_depth != 0 || alignment != 0 ||
-        !tag.empty() || !occupied.empty()) [[unlikely]] {
+        !tag.empty() || !occupied.empty() || std::this_thread::get_id() != step_thread)
+        [[unlikely]] {
       return nullptr;
     }
     const graph::AllocationGraph& g = current->graph;
@@ -152,6 +154,7 @@ struct Compiler::Impl {
 
   // The running step.
   StepGraph* current = nullptr;
+  std::thread::id step_thread;  // the thread that began it: only its allocations are events
   StepMode mode = StepMode::Replay;
   NodeId cursor = graph::AllocationGraph::root();
   std::uint64_t step_serial = 0;

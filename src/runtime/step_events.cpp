@@ -28,6 +28,7 @@ void Compiler::Impl::begin_step(std::string_view name) {
   // A no-op once mapped; maps back after release(). Throws before the step starts.
   arena.ensure_mapped(static_cast<std::size_t>(g.graph.arena_bytes()));
   current = &g;
+  step_thread = std::this_thread::get_id();
   cursor = graph::AllocationGraph::root();
   event_index = 0;
   pauses_in_step = 0;
@@ -51,7 +52,8 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
         "allocate: alignment {} is not a power of two no larger than the chunk ({} B)", alignment,
         options.chunk_bytes));
   }
-  if (current == nullptr || pause_depth > 0) {
+  // Outside steps, inside pauses and from threads other than the step's: the persistent pool.
+  if (current == nullptr || pause_depth > 0 || std::this_thread::get_id() != step_thread) {
     if (align > arena::PersistentPool::kAlignment) {
       throw InvalidArgument(fmt::format("allocate: alignment {} inside a pause (the pool aligns to {})",
                                         align, arena::PersistentPool::kAlignment));

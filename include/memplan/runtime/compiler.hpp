@@ -9,11 +9,13 @@
 // step still live at its end are rogues: kept intact, reported, and their site learned so that
 // later steps serve it from the pool.
 //
-// Thread safety: every public call takes one internal lock (unless thread_safe is false), so a
-// compiler may be shared by threads. Steps do not nest and events of a step are ordered by the lock: a step's allocation
-// sequence is only reproducible (and so replayable) when one thread drives it. Memory safety
-// across streams follows the stream-ordered model: memory freed on one stream and reused on
-// another needs the caller's event between them, as with cudaFreeAsync.
+// Thread safety: a compiler may be shared by threads; every public call takes one internal lock
+// (unless thread_safe is false), biased towards the thread that began the first step, which
+// enters without an atomic read-modify-write. A step belongs to the thread that began it: only its
+// allocations are the step's events; allocations from other threads while a step runs are served
+// by the persistent pool, as in a pause. Frees may come from any thread. Pause scopes are
+// compiler-wide. Memory safety across streams follows the stream-ordered model: memory freed on
+// one stream and reused on another needs the caller's event between them, as with cudaFreeAsync.
 #pragma once
 
 #include <chrono>
