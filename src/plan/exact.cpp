@@ -24,11 +24,13 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxModelEntries = std::size_t{1} << 25;
 constexpr std::size_t kMaxSearchBuffers = 20000;
 
-// Restarts under the learned order, after the static orders of each question: short ones (the
-// order learns between them) whose node limit starts at kLearnedFirst and grows slowly over the
-// whole search, worth kLearnedShare times a static order's nodes per question. minimalloc/E and
-// H reach the bound within tens of milliseconds this way; no static order does within seconds.
-constexpr double kLearnedShare = 1.0;
+// Restarts under the learned order, after the static orders of a question about the bound: short
+// ones (the order learns between them) whose node limit starts at kLearnedFirst and grows slowly
+// over the whole search, worth kLearnedShare times a static order's nodes. minimalloc/E, H and I
+// reach the bound within tens of milliseconds this way; no static order does within seconds.
+// (With a share of 3 or less, I is not solved within a second; 4 to 8 all solve it in ~35 ms.)
+// The descent's questions get none: plans above the bound come from the static orders' dives.
+constexpr double kLearnedShare = 4.0;
 constexpr double kLearnedFirst = 500;
 constexpr double kLearnedGrowth = 1.05;
 
@@ -78,8 +80,9 @@ class CapacityOracle {
   [[nodiscard]] const SearchModel& model() const { return model_; }
 
   // Each static branching order in turn gets `node_limit` nodes, then the learned order gets
-  // short restarts worth kLearnedShare times as many; the first definite answer wins.
-  CapacityResult ask(Bytes capacity, std::int64_t node_limit, Clock::time_point deadline) {
+  // short restarts worth `learned_share` times as many; the first definite answer wins.
+  CapacityResult ask(Bytes capacity, std::int64_t node_limit, Clock::time_point deadline,
+                     double learned_share) {
     CapacityResult result;
     if (fixed_top_ > capacity) {
       result.status = Feasibility::Infeasible;  // the obstacles alone do not fit
@@ -100,7 +103,7 @@ class CapacityOracle {
       if (settle_run(rank, node_limit)) return result;
     }
     const auto learned_budget =
-        static_cast<std::int64_t>(kLearnedShare * static_cast<double>(node_limit));
+        static_cast<std::int64_t>(learned_share * static_cast<double>(node_limit));
     for (const std::int64_t spent = result.nodes; result.nodes - spent < learned_budget;) {
       const auto limit = static_cast<std::int64_t>(learned_limit_);
       learned_limit_ *= kLearnedGrowth;
@@ -154,8 +157,8 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
   Bytes low = round_up(lower_bound, step);  // every plan is a multiple of step: none below
   std::int64_t effort = std::max<std::int64_t>(1000, 2 * model.buffer_count());
 
-  const auto ask = [&](Bytes capacity, std::int64_t node_limit) {
-    CapacityResult answer = oracle.ask(capacity, node_limit, deadline);
+  const auto ask = [&](Bytes capacity, std::int64_t node_limit, double learned_share) {
+    CapacityResult answer = oracle.ask(capacity, node_limit, deadline, learned_share);
     result.nodes += answer.nodes;
     if (answer.status == Feasibility::Found) {
       const Bytes size = arena_size(problem, answer.offsets);
@@ -180,13 +183,13 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
   // thousand, at 1.04x none in sixty thousand).
   Bytes stride = step;
   while (low < result.arena_size && time_left()) {
-    ask(low, effort);
+    ask(low, effort, kLearnedShare);
     const std::int64_t descent_effort =
         std::max<std::int64_t>(effort / 2, 2 * model.buffer_count());
     for (int misses = 0; misses < 2 && time_left();) {
       const Bytes target = std::max(result.arena_size - stride, low + step);
       if (target >= result.arena_size) break;
-      if (ask(target, descent_effort) == Feasibility::Found) {
+      if (ask(target, descent_effort, 0) == Feasibility::Found) {
         stride *= 2;
       } else {
         stride = std::max(step, stride / step / 2 * step);
@@ -202,7 +205,7 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
 CapacityResult solve_at_capacity(const Problem& problem, Bytes capacity,
                                  Clock::time_point deadline, std::int64_t node_limit) {
   CapacityOracle oracle(problem);
-  return oracle.ask(capacity, node_limit, deadline);
+  return oracle.ask(capacity, node_limit, deadline, kLearnedShare);
 }
 
 }  // namespace memplan::plan

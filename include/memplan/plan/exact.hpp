@@ -43,7 +43,8 @@ struct CapacityResult {
 };
 
 // One question: a plan no larger than `capacity`, a proof that none exists, or Unknown when
-// `node_limit` nodes per branching order or the deadline ran out first.
+// `node_limit` nodes per static branching order (and four times as many in restarts of the
+// learned order) or the deadline ran out first.
 [[nodiscard]] CapacityResult solve_at_capacity(const Problem& problem, Bytes capacity,
                                                std::chrono::steady_clock::time_point deadline,
                                                std::int64_t node_limit = INT64_MAX);
