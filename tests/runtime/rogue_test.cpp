@@ -91,5 +91,21 @@ TEST(Rogues, TaggedRogueSiteIsServedFromThePoolOnANewPathToo) {
   EXPECT_EQ(st.learned_site_allocations, 3u);
 }
 
+TEST(Rogues, ASiteThatNeedsMoreAlignmentThanThePoolIsNotLearned) {
+  Harness h;
+  void* kept = nullptr;
+  for (int s = 0; s < 4; ++s) {
+    auto step = h.compiler().step("denoise");
+    h.compiler().deallocate(kept);  // the previous step's buffer (nullptr at first)
+    kept = h.compiler().allocate(4096, {}, {}, 4096);  // a rogue every step
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(kept) % 4096, 0u) << "step " << s;
+  }
+  h.compiler().deallocate(kept);
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.learned_rogue_sites, 0u);  // the pool could not keep its alignment
+  EXPECT_EQ(st.rogues, 4u);
+  EXPECT_EQ(st.live_rogues, 0u);
+}
+
 }  // namespace
 }  // namespace memplan::testing
