@@ -16,7 +16,7 @@ Bytes align_up(Bytes value, Bytes alignment) { return (value + alignment - 1) / 
 
 }  // namespace
 
-FreeRanges::FreeRanges(Bytes capacity) : capacity_(capacity) {
+FreeRanges::FreeRanges(Bytes capacity) {
   if (capacity > 0) add_free(0, capacity);
 }
 

@@ -56,7 +56,6 @@ class CompilerLock {
     }
   }
 
-  [[nodiscard]] bool biased() const noexcept { return biased_; }
 
  private:
   void lock_slow() noexcept;

@@ -112,7 +112,6 @@ class BasicHarness {
     for (const auto& [id, l] : live_) expect_intact(l);
   }
   bool is_live(int id) const { return live_.contains(id); }
-  void* pointer(int id) const { return live_.at(id).p; }
 
  private:
   struct Live {

@@ -27,14 +27,12 @@ class FreeRanges {
 
   // The highest end of anything taken since construction: how much of the arena was touched.
   [[nodiscard]] Bytes high_water() const noexcept { return high_water_; }
-  [[nodiscard]] Bytes capacity() const noexcept { return capacity_; }
 
  private:
   void add_free(Bytes offset, Bytes size);
   void remove_free(std::map<Bytes, Bytes>::iterator it);
   void take(Bytes range_offset, Bytes range_size, Bytes offset, Bytes size);
 
-  Bytes capacity_;
   Bytes high_water_ = 0;
   std::map<Bytes, Bytes> by_offset_;            // offset -> size of each free range
   std::set<std::pair<Bytes, Bytes>> by_size_;   // (size, offset) of each free range

@@ -13,7 +13,6 @@ namespace memplan::graph {
 class OccupiedRanges {
  public:
   [[nodiscard]] bool empty() const noexcept { return ranges_.empty(); }
-  [[nodiscard]] std::size_t size() const noexcept { return ranges_.size(); }
 
   // Ranges may not overlap each other: each is live memory.
   void add(Bytes offset, Bytes size) {
