@@ -130,6 +130,59 @@ TEST(SelectionTies, FlatAndTwoValuedRowsKeepExactlyK) {
   }
 }
 
+// Rows as long as the largest shape (75,600 tokens: 1,182 blocks, held in registers) and
+// longer than a register row holds (1,300 blocks: read from shared memory), lists only: the
+// attention reference would take minutes on the CPU at these lengths.
+struct LongRowCase {
+  const char* name;
+  AttentionPolicy policy;
+  std::int64_t tokens;
+  int head_dim;
+};
+
+class SelectionLongRows : public ::testing::TestWithParam<LongRowCase> {};
+
+TEST_P(SelectionLongRows, ListsFollowTheRule) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  const LongRowCase& lc = GetParam();
+  const AttentionShape shape{1, lc.tokens, 2, lc.head_dim};
+  GpuCase c(shape, 1.0f);
+  SCOPED_TRACE(testing::Message() << "seed " << c.seed);
+  const WorkspaceLayout layout = workspace_layout(shape, lc.policy);
+  DeviceBuffer workspace(layout.bytes);
+  workspace.poison();
+  launch_selection(shape, c.tensors(), lc.policy, workspace.get(), workspace.bytes(), nullptr);
+  TEST_CUDA(cudaDeviceSynchronize());
+  std::vector<int> all = workspace.download<int>(layout.bytes / sizeof(int));
+  const int* idx = all.data() + layout.kv_idx / 4;
+  const int* count = all.data() + layout.kv_count / 4;
+  const int n = shape.blocks();
+  const auto scores =
+      reference_scores(shape, reference_pool(shape, c.q), reference_pool(shape, c.k));
+  const int top_k = selected_blocks(shape, lc.policy);
+  int bad = 0;
+  for (std::size_t row = 0; row < static_cast<std::size_t>(shape.rows()) && bad < 5; ++row) {
+    const std::string why = check_selection_row(lc.policy, static_cast<int>(row % n), n, top_k,
+                                                &scores[row * n], idx + row * layout.max_k,
+                                                count[row], layout.max_k);
+    if (!why.empty()) {
+      ++bad;
+      ADD_FAILURE() << "row " << row << ": " << why;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lengths, SelectionLongRows,
+    ::testing::Values(
+        LongRowCase{"topk10_1182_d128", make(SparsityMode::topk, 0, 10, 100, {0, 2}, {5, 6}),
+                    75600, 128},
+        LongRowCase{"tau15_1182_d64", make(SparsityMode::tau, 1.5f, 10, 30), 75600, 64},
+        LongRowCase{"topk10_1300_d64", make(SparsityMode::topk, 0, 10, 100, {0, 2}, {5, 6}),
+                    64 * 1300 - 20, 64},
+        LongRowCase{"tau1_1300_d128", make(SparsityMode::tau, 1.0f, 10, 10), 64 * 1300, 128}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
 INSTANTIATE_TEST_SUITE_P(
     Modes, Selection,
     ::testing::Values(
