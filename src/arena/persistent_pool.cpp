@@ -1,4 +1,5 @@
-// The persistent pool's slow paths: growth of the arena, trim, errors and statistics.
+// The persistent pool's slow paths: growth of the arena, alignment above 256, trim, errors and
+// statistics.
 #include "memplan/arena/persistent_pool.hpp"
 
 #include "bytes.hpp"
@@ -52,6 +53,36 @@ std::uint32_t PersistentPool::grow_for(std::uint64_t size) {
   top_ = b;
   free_.insert(blocks_, b);
   return b;
+}
+
+// Alignment above 256: a block of size + alignment - 256 surely holds an aligned start (offsets
+// are multiples of 256). The padding before that start is split off and stays free; it does not
+// touch another free block (free blocks are never adjacent), so nothing needs to coalesce.
+void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > kMaxAlignment) {
+    throw InvalidArgument(fmt::format("{}: alignment {} is not a power of two in [1, {}]", arena_.name(),
+                                      alignment, kMaxAlignment));
+  }
+  if (bytes - 1 >= kMaxRequestBytes) throw_bad_size(bytes);
+  const std::uint64_t size = round_up(bytes, kAlignment);
+  const std::uint64_t search = size + alignment - kAlignment;
+  std::uint32_t b = free_.find(blocks_, search);
+  if (b == kNone) {
+    // Growth keeps the top block's start (or starts a block at the old top): map only what the
+    // aligned allocation needs from there, if anything (the top block may fit as it is).
+    const bool top_free = top_ != kNone && blocks_[top_].free();
+    const std::uint64_t from = base_ + (top_free ? blocks_[top_].offset : arena_.mapped_bytes());
+    const std::uint64_t need = round_up(from, alignment) - from + size;
+    b = top_free && blocks_[top_].size >= need ? top_ : grow_for(need);
+  }
+  const std::uint64_t start = base_ + blocks_[b].offset;
+  const std::uint64_t pad = round_up(start, alignment) - start;
+  if (pad == 0) return take(b, size);
+  free_.remove(blocks_, b);  // before its size changes: the lists file blocks by size
+  split(b, pad, blocks_[b].size - pad);  // the aligned rest becomes a free block of its own
+  const std::uint32_t aligned = blocks_[b].next_phys;
+  free_.insert(blocks_, b);  // the padding
+  return take(aligned, size);
 }
 
 std::size_t PersistentPool::trim() {

@@ -8,6 +8,7 @@
 
 #include <gmock/gmock.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -157,62 +158,67 @@ TEST_P(PoolSuite, OutOfMemoryNamesTheNumbersAndLeavesThePoolUsable) {
   EXPECT_EQ(pool.stats().blocks, 1u);
 }
 
-// Random sizes, random frees, growth and trims, against a shadow map of live ranges: no two live
-// allocations overlap, every one is 256-aligned inside the mapped range, and its bytes survive.
-TEST_P(PoolSuite, RandomizedAgainstShadowModel) {
-  PersistentPool pool(backend(), PoolOptions{16384 * chunk_, 4 * chunk_, "p"});
-  std::mt19937_64 rng(42);
+// Random sizes and alignments, random frees, growth and trims, against a shadow map of live
+// ranges (each as large as size_of): no two live allocations overlap, each is aligned as asked
+// (alignment 0: plain allocate(bytes), 256) inside the mapped range, its bytes survive, and the
+// statistics are exact; at the end the pool is one free block again.
+void churn_against_shadow(PersistentPool& pool, const BackendEnv& env, std::size_t chunk,
+                          std::uint64_t seed, std::span<const std::size_t> alignments) {
+  std::mt19937_64 rng(seed);
   struct Live {
-    std::size_t size;
+    std::size_t size;  // requested
     std::uint32_t seed;
   };
   std::map<std::uintptr_t, Live> shadow;
   const std::size_t probe = 64;  // bytes checked at each end of an allocation
+  std::size_t live_bytes = 0;
   auto check_and_free = [&](std::map<std::uintptr_t, Live>::iterator it) {
     void* p = reinterpret_cast<void*>(it->first);
     const Live l = it->second;
     const auto expect = pattern(2 * probe, l.seed);
     const std::size_t head = std::min(probe, l.size);
     const std::size_t tail = std::min(probe, l.size - head);
-    ASSERT_EQ(env().read(p, head), std::vector<std::uint8_t>(expect.begin(), expect.begin() + static_cast<long>(head)));
-    ASSERT_EQ(env().read(static_cast<std::byte*>(p) + l.size - tail, tail),
+    ASSERT_EQ(env.read(p, head), std::vector<std::uint8_t>(expect.begin(), expect.begin() + static_cast<long>(head)));
+    ASSERT_EQ(env.read(static_cast<std::byte*>(p) + l.size - tail, tail),
               std::vector<std::uint8_t>(expect.begin() + static_cast<long>(probe),
                                         expect.begin() + static_cast<long>(probe + tail)));
+    live_bytes -= pool.size_of(p);
     pool.deallocate(p);
     shadow.erase(it);
   };
-  std::size_t live_bytes = 0;
-  for (int op = 0; op < env().random_ops(); ++op) {
+  for (int op = 0; op < env.random_ops(); ++op) {
     const auto roll = rng() % 100;
     if (roll < 52 || shadow.empty()) {
-      const std::size_t size = (rng() % 4 == 0) ? 1 + rng() % (3 * chunk_) : 1 + rng() % 5000;
-      void* p = pool.allocate(size);
+      const std::size_t size = (rng() % 4 == 0) ? 1 + rng() % (3 * chunk) : 1 + rng() % 5000;
+      const std::size_t alignment = alignments.size() == 1 ? alignments[0] : alignments[rng() % alignments.size()];
+      void* p = alignment == 0 ? pool.allocate(size) : pool.allocate(size, alignment);
       const auto a = addr(p);
-      ASSERT_EQ(a % 256, 0u);
-      ASSERT_GE(pool.size_of(p), size);
-      ASSERT_LE(a + size, addr(pool.arena().base()) + pool.arena().mapped_bytes());
+      ASSERT_EQ(a % std::max<std::size_t>(alignment, 256), 0u) << "alignment " << alignment;
+      const std::size_t got = pool.size_of(p);
+      ASSERT_EQ(got, (size + 255) / 256 * 256);
+      ASSERT_LE(a + got, addr(pool.arena().base()) + pool.arena().mapped_bytes());
       const auto next = shadow.lower_bound(a);
       if (next != shadow.end()) {
-        ASSERT_LE(a + size, next->first) << "overlaps the next live allocation";
+        ASSERT_LE(a + got, next->first) << "overlaps the next live allocation";
       }
       if (next != shadow.begin()) {
         const auto prev = std::prev(next);
-        ASSERT_LE(prev->first + prev->second.size, a) << "overlaps the previous live allocation";
+        ASSERT_LE(prev->first + pool.size_of(reinterpret_cast<void*>(prev->first)), a)
+            << "overlaps the previous live allocation";
       }
-      const auto seed = static_cast<std::uint32_t>(op);
-      const auto bytes = pattern(2 * probe, seed);
+      const auto pattern_seed = static_cast<std::uint32_t>(op);
+      const auto bytes = pattern(2 * probe, pattern_seed);
       const std::size_t head = std::min(probe, size);
       const std::size_t tail = std::min(probe, size - head);  // never over the head
-      env().write(p, std::span(bytes).first(head));
-      env().write(static_cast<std::byte*>(p) + size - tail, std::span(bytes).subspan(probe, tail));
-      shadow.emplace(a, Live{size, seed});
-      live_bytes += pool.size_of(p);
+      env.write(p, std::span(bytes).first(head));
+      env.write(static_cast<std::byte*>(p) + size - tail, std::span(bytes).subspan(probe, tail));
+      shadow.emplace(a, Live{size, pattern_seed});
+      live_bytes += got;
     } else {
       auto it = shadow.begin();
       std::advance(it, static_cast<long>(rng() % shadow.size()));
-      live_bytes -= pool.size_of(reinterpret_cast<void*>(it->first));
       check_and_free(it);
-      if (HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return;
     }
     if (op % 1000 == 999) (void)pool.trim();
     ASSERT_EQ(pool.stats().live_allocations, shadow.size());
@@ -220,10 +226,188 @@ TEST_P(PoolSuite, RandomizedAgainstShadowModel) {
   }
   while (!shadow.empty()) {
     check_and_free(shadow.begin());
-    if (HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) return;
   }
+  const PoolStats s = pool.stats();
+  EXPECT_EQ(s.allocated_bytes, 0u);
+  EXPECT_EQ(s.blocks, 1u);
+  EXPECT_EQ(s.free_bytes, s.mapped_bytes);
+}
+
+TEST_P(PoolSuite, RandomizedAgainstShadowModel) {
+  PersistentPool pool(backend(), PoolOptions{16384 * chunk_, 4 * chunk_, "p"});
+  const std::size_t plain[] = {0};
+  churn_against_shadow(pool, env(), chunk_, 42, plain);
+}
+
+// Aligned (512 to 4096) and plain allocations interleaved at random.
+TEST_P(PoolSuite, RandomAlignedChurnAgainstShadowModel) {
+  PersistentPool pool(backend(), PoolOptions{16384 * chunk_, 4 * chunk_, "p"});
+  const std::size_t mixed[] = {0, 1, 256, 512, 1024, 2048, 4096};
+  churn_against_shadow(pool, env(), chunk_, 7, mixed);
+  if (HasFatalFailure()) return;
+  const std::size_t mapped = pool.arena().mapped_bytes();
+  EXPECT_EQ(pool.trim(), mapped);  // one free block from the base: every chunk goes
+  EXPECT_EQ(pool.arena().mapped_bytes(), 0u);
+}
+
+// Alignments above 256 (up to kMaxAlignment): every pointer is aligned, allocations are disjoint
+// and cost their rounded size, and once all are freed the pool is one free block again.
+TEST_P(PoolSuite, AlignedAllocationsAreAlignedDisjointAndCoalesceBack) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, 16 * chunk_, "p"});
+  struct Got {
+    void* p;
+    std::size_t size;  // requested
+    std::uint32_t seed;  // 0: no pattern written
+  };
+  std::vector<Got> got;
+  std::size_t allocated = 0;
+  std::uint32_t seed = 0;
+  for (const std::size_t alignment : {512u, 1024u, 2048u, 4096u}) {
+    for (const std::size_t size : {1u, 256u, 1000u, 4096u, 10000u}) {
+      void* p = pool.allocate(size, alignment);
+      EXPECT_EQ(addr(p) % alignment, 0u) << size << " B at alignment " << alignment;
+      EXPECT_EQ(pool.size_of(p), (size + 255) / 256 * 256);
+      env().write(p, pattern(size, ++seed));
+      got.push_back({p, size, seed});
+      void* small = pool.allocate(100);  // a plain one between them, often in a padding
+      got.push_back({small, 100, 0});
+    }
+  }
+  for (const Got& g : got) allocated += pool.size_of(g.p);
+  EXPECT_EQ(pool.stats().live_allocations, got.size());
+  EXPECT_EQ(pool.stats().allocated_bytes, allocated);
+  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges;
+  for (const Got& g : got) ranges.emplace_back(addr(g.p), pool.size_of(g.p));
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); ++i) {
+    EXPECT_LE(ranges[i - 1].first + ranges[i - 1].second, ranges[i].first) << "allocations overlap";
+  }
+  for (const Got& g : got) {
+    if (g.seed != 0) {
+      EXPECT_EQ(env().read(g.p, g.size), pattern(g.size, g.seed));
+    }
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) pool.deallocate(got[(i * 7) % got.size()].p);
+  const PoolStats s = pool.stats();
+  EXPECT_EQ(s.live_allocations, 0u);
+  EXPECT_EQ(s.allocated_bytes, 0u);
+  EXPECT_EQ(s.blocks, 1u);
+  EXPECT_EQ(s.largest_free_block, s.mapped_bytes);
+}
+
+// The padding in front of an aligned allocation is a free block: a later allocation that fits
+// takes it, and freeing merges it with its neighbours again.
+TEST_P(PoolSuite, AlignmentPaddingIsReusedAndCoalesces) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, 16 * chunk_, "p"});
+  const std::uintptr_t base = addr(pool.arena().base());
+  ASSERT_EQ(base % PersistentPool::kMaxAlignment, 0u);  // the arena starts on a chunk
+  void* first = pool.allocate(256);
+  EXPECT_EQ(addr(first), base);
+  void* aligned = pool.allocate(1000, 4096);
+  EXPECT_EQ(addr(aligned), base + 4096);
+  EXPECT_EQ(pool.stats().blocks, 4u);  // first, the padding (free), aligned, the free tail
+  EXPECT_EQ(pool.stats().allocated_bytes, 256u + 1024u);
+  void* fill = pool.allocate(4096 - 256);  // exactly the padding
+  EXPECT_EQ(addr(fill), base + 256);
+  EXPECT_EQ(pool.stats().blocks, 4u);
+  pool.deallocate(fill);
+  pool.deallocate(first);  // merges with the padding in front of `aligned`
+  EXPECT_EQ(pool.stats().blocks, 3u);
+  EXPECT_EQ(pool.allocate(4096), first);  // the merged block, whole
+  pool.deallocate(first);
+  pool.deallocate(aligned);
+  EXPECT_EQ(pool.stats().blocks, 1u);
+  EXPECT_EQ(pool.stats().allocated_bytes, 0u);
+
+  // Freed in the other order, and a smaller alignment placed inside a padding.
+  first = pool.allocate(256);
+  aligned = pool.allocate(256, 4096);
+  void* inside = pool.allocate(256, 512);
+  EXPECT_EQ(addr(inside) % 512, 0u);
+  EXPECT_GT(addr(inside), addr(first));
+  EXPECT_LT(addr(inside), addr(aligned));  // in the padding, not past the aligned block
+  pool.deallocate(aligned);
+  pool.deallocate(first);
+  pool.deallocate(inside);
   EXPECT_EQ(pool.stats().blocks, 1u);
   EXPECT_EQ(pool.stats().free_bytes, pool.arena().mapped_bytes());
+}
+
+// Growth for an aligned request maps what it needs from the top block's start, no more; a top
+// block that already fits aligned is used without growth; out of memory changes nothing.
+TEST_P(PoolSuite, AlignedGrowthMapsOnlyWhatItNeeds) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
+  const std::uintptr_t base = addr(pool.arena().base());
+  void* first = pool.allocate(chunk_ - 256);  // leaves 256 B free at the top
+  const auto a = pattern(chunk_ - 256, 21);
+  env().write(first, a);
+  void* big = pool.allocate(chunk_, 4096);  // grows: 256 B of padding, then the aligned chunk
+  EXPECT_EQ(addr(big), base + chunk_);
+  EXPECT_EQ(pool.arena().mapped_bytes(), 2 * chunk_);
+  EXPECT_EQ(pool.arena().base(), reinterpret_cast<void*>(base));
+  EXPECT_EQ(env().read(first, a.size()), a);
+  const auto b = pattern(chunk_, 22);
+  env().write(big, b);
+  EXPECT_EQ(env().read(big, b.size()), b);
+  pool.deallocate(first);
+  pool.deallocate(big);
+  EXPECT_EQ(pool.stats().blocks, 1u);
+  EXPECT_EQ(pool.trim(), 2 * chunk_);
+  EXPECT_EQ(pool.arena().mapped_bytes(), 0u);
+
+  // A free top block that holds the aligned request exactly, though smaller than the search size.
+  PersistentPool roomy(backend(), PoolOptions{64 * chunk_, 4 * chunk_, "q"});
+  void* head = roomy.allocate(4096);
+  const CallCounts before = roomy.arena().calls();
+  void* rest = roomy.allocate(4 * chunk_ - 4096, 4096);
+  EXPECT_EQ(addr(rest), addr(head) + 4096);
+  EXPECT_EQ(roomy.arena().mapped_bytes(), 4 * chunk_);
+  EXPECT_EQ((roomy.arena().calls() - before).total(), 0u);
+  roomy.deallocate(rest);
+  roomy.deallocate(head);
+  EXPECT_EQ(roomy.stats().blocks, 1u);
+
+  // Out of memory on the aligned path names the numbers and leaves the pool as it was.
+  LimitingBackend limited(backend(), 2 * chunk_);
+  PersistentPool small(limited, PoolOptions{64 * chunk_, chunk_, "s"});
+  void* x = small.allocate(2 * chunk_ - 256);
+  const PoolStats was = small.stats();
+  EXPECT_THROW((void)small.allocate(256, 4096), OutOfMemory);
+  EXPECT_EQ(small.stats().blocks, was.blocks);
+  EXPECT_EQ(small.stats().mapped_bytes, was.mapped_bytes);
+  EXPECT_EQ(small.stats().allocated_bytes, was.allocated_bytes);
+  small.deallocate(x);
+  void* y = small.allocate(256, 4096);
+  EXPECT_EQ(addr(y) % 4096, 0u);
+  small.deallocate(y);
+  EXPECT_EQ(small.stats().blocks, 1u);
+}
+
+TEST_P(PoolSuite, BadAlignmentsAreNamedErrors) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
+  for (const std::size_t bad : {std::size_t{0}, std::size_t{3}, std::size_t{768}, std::size_t{8192},
+                                std::size_t{1} << 20}) {
+    try {
+      (void)pool.allocate(64, bad);
+      ADD_FAILURE() << "alignment " << bad << " accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), AllOf(HasSubstr("alignment " + std::to_string(bad)), HasSubstr("4096")));
+    }
+  }
+  EXPECT_THROW((void)pool.allocate(0, 1024), InvalidArgument);
+  EXPECT_THROW((void)pool.allocate(static_cast<std::size_t>(-4096), 1024), InvalidArgument);
+  EXPECT_EQ(pool.stats().live_allocations, 0u);
+  EXPECT_EQ(pool.arena().mapped_bytes(), 0u);
+  // Up to 256 every power of two is the plain path.
+  std::vector<void*> ptrs;
+  for (std::size_t alignment = 1; alignment <= 256; alignment *= 2) {
+    ptrs.push_back(pool.allocate(100, alignment));
+    EXPECT_EQ(addr(ptrs.back()) % 256, 0u);
+  }
+  for (std::size_t i = 1; i < ptrs.size(); ++i) EXPECT_EQ(addr(ptrs[i]) - addr(ptrs[i - 1]), 256u);
+  for (void* p : ptrs) pool.deallocate(p);
+  EXPECT_EQ(pool.stats().blocks, 1u);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // The persistent pool: long-lived allocations (pause scopes, learned rogue sites) carved from an
 // arena of their own. Best fit over TLSF size classes with immediate coalescing and 256-byte
-// alignment, so a small allocation costs near its own size, never a chunk. The bookkeeping is all
+// granules, so a small allocation costs near its own size, never a chunk. The bookkeeping is all
 // on the host (device memory holds no headers). When nothing fits, the arena maps more chunks at
 // its top and the top free block grows into them; trim() hands whole free chunks at the top back.
+// Alignments above 256 (up to 4096, the compiler's limit) take a block with room for the worst
+// padding and give the padding in front back as a free block of its own, so it is reused and
+// coalesces like any other.
 //
 // allocate()/deallocate() below are the hot path: inline, no backend call, no system allocation
-// in the steady state. Growth, errors and statistics are out of line.
+// in the steady state. Growth, errors, statistics and alignments above 256 are out of line.
 //
 // Thread safety: none inside, like Arena; the runtime calls it from its step thread. deallocate()
 // makes memory reusable at once: callers free only what no queued work still touches.
@@ -40,7 +43,8 @@ struct PoolStats {
 
 class PersistentPool {
  public:
-  static constexpr std::size_t kAlignment = 256;
+  static constexpr std::size_t kAlignment = 256;     // of every allocation, and its size granule
+  static constexpr std::size_t kMaxAlignment = 4096;  // allocate(bytes, alignment) accepts up to this
   // Anything larger is a bug (a negative size cast to size_t, say): InvalidArgument, not OOM.
   static constexpr std::size_t kMaxRequestBytes = std::size_t{1} << 47;
 
@@ -60,6 +64,16 @@ class PersistentPool {
     return take(b, size);
   }
 
+  // The same, aligned to `alignment`: a power of two up to kMaxAlignment (else InvalidArgument
+  // naming it). Up to 256 this is allocate(bytes); above, the search asks for the size plus the
+  // worst padding, and the padding in front stays free.
+  void* allocate(std::size_t bytes, std::size_t alignment) {
+    if ((alignment & (alignment - 1)) == 0 && alignment - 1 < kAlignment) [[likely]] {
+      return allocate(bytes);
+    }
+    return allocate_aligned(bytes, alignment);
+  }
+
   // Frees what allocate() returned; nullptr is ignored. A pointer not from this pool throws
   // ForeignPointer, one already freed DoubleFree.
   void deallocate(void* p) {
@@ -71,7 +85,8 @@ class PersistentPool {
     give_back(b);
   }
 
-  // The usable size of a live allocation (its request rounded up to 256); throws like deallocate.
+  // The usable size of a live allocation (its request rounded up to 256; alignment padding is not
+  // part of it); throws like deallocate.
   std::size_t size_of(const void* p) const;
   bool owns(const void* p) const noexcept { return arena_.contains(p); }
 
@@ -136,6 +151,7 @@ class PersistentPool {
   }
 
   std::uint32_t grow_for(std::uint64_t size);
+  void* allocate_aligned(std::size_t bytes, std::size_t alignment);
   [[noreturn]] void throw_bad_size(std::size_t bytes) const;
   [[noreturn]] void throw_bad_pointer(const void* p) const;
   [[noreturn]] void throw_oom(std::size_t requested, const std::string& cause);
