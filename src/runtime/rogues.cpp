@@ -52,11 +52,11 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   stats.rogue_bytes += static_cast<std::uint64_t>(size);
   ++stats.live_rogues;
   stats.live_rogue_bytes += static_cast<std::uint64_t>(size);
-  // The pool aligns to 256 bytes: a site that asked for more stays in the arena (and may rogue
-  // again, each time at its own cost).
+  // The pool aligns to at most 4096 bytes: a site that asked for more (the arena allows up to a
+  // chunk) stays in the arena, and may rogue again, each time at its own cost.
   const bool learns = learn_site && has_site &&
                       graph().node(node).key.alignment <=
-                          static_cast<Bytes>(arena::PersistentPool::kAlignment);
+                          static_cast<Bytes>(arena::PersistentPool::kMaxAlignment);
   const auto name = tag_names.find(tag);
   logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (offset {}){}", size,
                 name == tag_names.end() ? std::string() : fmt::format(" tagged '{}'", name->second),

@@ -54,11 +54,13 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
   }
   // Outside steps, inside pauses and from threads other than the step's: the persistent pool.
   if (current == nullptr || pause_depth > 0 || std::this_thread::get_id() != step_thread) {
-    if (align > arena::PersistentPool::kAlignment) {
-      throw InvalidArgument(fmt::format("allocate: alignment {} inside a pause (the pool aligns to {})",
-                                        align, arena::PersistentPool::kAlignment));
+    if (align > arena::PersistentPool::kMaxAlignment) {
+      throw InvalidArgument(fmt::format(
+          "allocate: alignment {} for the persistent pool (inside a pause, outside steps or from "
+          "another thread than the step's), which aligns to at most {}",
+          align, arena::PersistentPool::kMaxAlignment));
     }
-    void* p = pool.allocate(bytes);
+    void* p = pool.allocate(bytes, align);
     ++stats.paused_allocations;
     return p;
   }
@@ -83,7 +85,7 @@ void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
   const graph::Node& n = graph().node(node);
   void* p = nullptr;
   if (n.persistent) {
-    p = pool.allocate(bytes);
+    p = pool.allocate(bytes, static_cast<std::size_t>(n.key.alignment));
     step_pool_live.emplace(p, node);
     ++stats.learned_site_allocations;
   } else {
@@ -188,8 +190,9 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
   const bool learning = mode == StepMode::Record;
   graph::AllocationGraph& g = graph();
   if (key.tag != 0 && learned_tags.contains(key.tag) &&
-      key.alignment <= static_cast<Bytes>(arena::PersistentPool::kAlignment)) {
-    void* p = pool.allocate(static_cast<std::size_t>(key.size));
+      key.alignment <= static_cast<Bytes>(arena::PersistentPool::kMaxAlignment)) {
+    void* p = pool.allocate(static_cast<std::size_t>(key.size),
+                            static_cast<std::size_t>(key.alignment));
     NodeId node = graph::kNoNode;
     if (learning) {
       node = cursor = g.add_alloc(cursor, key);

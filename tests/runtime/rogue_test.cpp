@@ -91,20 +91,63 @@ TEST(Rogues, TaggedRogueSiteIsServedFromThePoolOnANewPathToo) {
   EXPECT_EQ(st.learned_site_allocations, 3u);
 }
 
-TEST(Rogues, ASiteThatNeedsMoreAlignmentThanThePoolIsNotLearned) {
-  Harness h;
+// Four steps, each freeing the previous step's buffer and keeping a new one of 4096 B at
+// `alignment`: a rogue, unless its site was learned and the pool serves it. Returns the last one.
+void* keep_one_buffer_per_step(Harness& h, std::size_t alignment) {
   void* kept = nullptr;
   for (int s = 0; s < 4; ++s) {
     auto step = h.compiler().step("denoise");
-    h.compiler().deallocate(kept);  // the previous step's buffer (nullptr at first)
-    kept = h.compiler().allocate(4096, {}, {}, 4096);  // a rogue every step
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(kept) % 4096, 0u) << "step " << s;
+    h.compiler().deallocate(kept);  // nullptr at first
+    kept = h.compiler().allocate(4096, {}, {}, alignment);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(kept) % alignment, 0u) << "step " << s;
   }
+  return kept;
+}
+
+TEST(Rogues, ASiteThatNeedsMoreAlignmentThanThePoolIsNotLearned) {
+  Harness h;
+  h.compiler().deallocate(keep_one_buffer_per_step(h, 8192));
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.learned_rogue_sites, 0u);  // the pool aligns to at most 4096
+  EXPECT_EQ(st.rogues, 4u);               // a rogue every step
+  EXPECT_EQ(st.live_rogues, 0u);
+}
+
+TEST(Rogues, ASiteWith1024AlignmentIsLearnedAndServedAligned) {
+  Harness h;
+  void* kept = keep_one_buffer_per_step(h, 1024);
+  EXPECT_EQ(h.compiler().stats().pool_allocated_bytes, 4096u);  // the last one is in the pool
   h.compiler().deallocate(kept);
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.learned_rogue_sites, 0u);  // the pool could not keep its alignment
-  EXPECT_EQ(st.rogues, 4u);
+  EXPECT_EQ(st.rogues, 1u);  // a rogue once, then the pool
+  EXPECT_EQ(st.learned_rogue_sites, 1u);
+  EXPECT_EQ(st.learned_site_allocations, 3u);
+  EXPECT_EQ(st.graph_breaks, 0u);
   EXPECT_EQ(st.live_rogues, 0u);
+  EXPECT_EQ(st.pool_allocated_bytes, 0u);
+}
+
+TEST(Rogues, TaggedSiteWith2048AlignmentIsServedAlignedOnANewPath) {
+  Harness h;
+  void* first = nullptr;
+  {
+    auto step = h.compiler().step("denoise");
+    first = h.compiler().allocate(4096, {}, "cache", 2048);  // live at the end: a rogue
+  }
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % 2048, 0u);
+  h.compiler().deallocate(first);
+  for (int s = 0; s < 3; ++s) {
+    auto step = h.compiler().step("denoise");
+    void* other = h.compiler().allocate(100);  // a new path: the tag finds the learned site
+    void* cache = h.compiler().allocate(4096, {}, "cache", 2048);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(cache) % 2048, 0u) << "step " << s;
+    h.compiler().deallocate(other);
+    h.compiler().deallocate(cache);
+  }
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.rogues, 1u);
+  EXPECT_EQ(st.learned_rogue_sites, 1u);
+  EXPECT_EQ(st.learned_site_allocations, 3u);
 }
 
 }  // namespace

@@ -114,8 +114,9 @@ class Compiler {
   ~Compiler();
 
   // `bytes` > 0, aligned to max(alignment, default_alignment); alignment must be a power of two
-  // (at most 256 inside a pause: the pool's). The stream becomes a user of the arena (unmapping
-  // waits for it). The tag, when given, must match on replay too.
+  // no larger than chunk_bytes, and at most 4096 where the persistent pool serves it (inside a
+  // pause, outside steps, from another thread than the step's). The stream becomes a user of the
+  // arena (unmapping waits for it). The tag, when given, must match on replay too.
   [[nodiscard]] void* allocate(std::size_t bytes, arena::StreamRef stream = {},
                                std::string_view tag = {}, std::size_t alignment = 0);
   // nullptr is ignored. A pointer the compiler does not own throws arena::ForeignPointer; one it
