@@ -30,6 +30,25 @@ AttentionPolicy make(SparsityMode mode, float tau, float keep, float cap, BlockR
   return p;
 }
 
+// Checks each block-list row against the CPU rule on the reference scores; reports up to five
+// bad rows.
+void expect_lists_follow_rule(const AttentionShape& shape, const AttentionPolicy& policy,
+                              const std::vector<double>& scores, const int* idx, const int* count,
+                              int max_k) {
+  const int n = shape.blocks();
+  const int top_k = selected_blocks(shape, policy);
+  int bad = 0;
+  for (std::size_t row = 0; row < static_cast<std::size_t>(shape.rows()) && bad < 5; ++row) {
+    const std::string why = check_selection_row(policy, static_cast<int>(row % n), n, top_k,
+                                                &scores[row * n], idx + row * max_k, count[row],
+                                                max_k);
+    if (!why.empty()) {
+      ++bad;
+      ADD_FAILURE() << "row " << row << ": " << why;
+    }
+  }
+}
+
 class Selection : public ::testing::TestWithParam<SelectCase> {};
 
 TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
@@ -46,7 +65,6 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
   ASSERT_EQ(mode, sc.policy.mode);
   TEST_CUDA(cudaDeviceSynchronize());
 
-  const int n = shape.blocks();
   const auto rows = static_cast<std::size_t>(shape.rows());
   HostBlockList list;
   list.max_k = layout.max_k;
@@ -60,17 +78,8 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
   const auto qbar = reference_pool(shape, c.q);
   const auto kbar = reference_pool(shape, c.k);
   const auto scores = reference_scores(shape, qbar, kbar);
-  const int top_k = selected_blocks(shape, sc.policy);
-  int bad = 0;
-  for (std::size_t row = 0; row < rows && bad < 5; ++row) {
-    const std::string why = check_selection_row(
-        sc.policy, static_cast<int>(row % n), n, top_k, &scores[row * n],
-        &list.idx[row * layout.max_k], list.count[row], layout.max_k);
-    if (!why.empty()) {
-      ++bad;
-      ADD_FAILURE() << "row " << row << ": " << why;
-    }
-  }
+  expect_lists_follow_rule(shape, sc.policy, scores, list.idx.data(), list.count.data(),
+                           layout.max_k);
 
   std::vector<float> coarse;
   if (layout.has_coarse) {
@@ -156,20 +165,9 @@ TEST_P(SelectionLongRows, ListsFollowTheRule) {
   std::vector<int> all = workspace.download<int>(layout.bytes / sizeof(int));
   const int* idx = all.data() + layout.kv_idx / 4;
   const int* count = all.data() + layout.kv_count / 4;
-  const int n = shape.blocks();
   const auto scores =
       reference_scores(shape, reference_pool(shape, c.q), reference_pool(shape, c.k));
-  const int top_k = selected_blocks(shape, lc.policy);
-  int bad = 0;
-  for (std::size_t row = 0; row < static_cast<std::size_t>(shape.rows()) && bad < 5; ++row) {
-    const std::string why = check_selection_row(lc.policy, static_cast<int>(row % n), n, top_k,
-                                                &scores[row * n], idx + row * layout.max_k,
-                                                count[row], layout.max_k);
-    if (!why.empty()) {
-      ++bad;
-      ADD_FAILURE() << "row " << row << ": " << why;
-    }
-  }
+  expect_lists_follow_rule(shape, lc.policy, scores, idx, count, layout.max_k);
 }
 
 INSTANTIATE_TEST_SUITE_P(
