@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+
 namespace memplan::arena {
 
 using detail::kNone;
@@ -59,9 +61,9 @@ std::uint32_t PersistentPool::grow_for(std::uint64_t size) {
 // are multiples of 256). The padding before that start is split off and stays free; it does not
 // touch another free block (free blocks are never adjacent), so nothing needs to coalesce.
 void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > kMaxAlignment) {
-    throw InvalidArgument(fmt::format("{}: alignment {} is not a power of two in [1, {}]", arena_.name(),
-                                      alignment, kMaxAlignment));
+  if (!std::has_single_bit(alignment) || alignment > kMaxAlignment) {
+    throw InvalidArgument(fmt::format("{}: alignment {} is not a power of two in [1, {}]",
+                                      arena_.name(), alignment, kMaxAlignment));
   }
   if (bytes - 1 >= kMaxRequestBytes) throw_bad_size(bytes);
   const std::uint64_t size = round_up(bytes, kAlignment);
