@@ -1,5 +1,6 @@
 // Shared by the solver tests: a compact buffer constructor, hand-made problems with known
-// optima, and the check every result goes through (the independent validator).
+// optima, and the checks every result goes through: the library's validator and the independent
+// plan checker (tests/support/plan_checker.hpp).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "memplan/plan/problem.hpp"
 #include "memplan/plan/validator.hpp"
+#include "support/plan_checker.hpp"
 
 namespace memplan::plan::testing {
 
@@ -53,10 +55,14 @@ inline Problem random_problem(std::mt19937& random, int buffers, Time horizon) {
 inline void expect_valid(const Problem& problem, std::span<const Bytes> offsets) {
   const auto violations = find_violations(problem, offsets);
   EXPECT_TRUE(violations.empty()) << violations.front().message;
+  const auto fault = plan_fault(problem, offsets);
+  EXPECT_FALSE(fault) << *fault;
 }
 
 inline void expect_valid(const Problem& problem, const Solution& solution) {
   EXPECT_NO_THROW(validate(problem, solution));
+  const auto fault = solution_fault(problem, solution);
+  EXPECT_FALSE(fault) << *fault;
 }
 
 }  // namespace memplan::plan::testing
