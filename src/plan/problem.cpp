@@ -29,9 +29,12 @@ void check_problem(const Problem& problem) {
     if (b.upper < b.lower) {
       reject(i, b, fmt::format("lifetime [{}, {}) ends before it starts", b.lower, b.upper));
     }
-    if (b.alignment <= 0 || !std::has_single_bit(static_cast<std::uint64_t>(b.alignment)) ||
-        b.alignment > kMaxBytes) {
+    if (b.alignment <= 0 || !std::has_single_bit(static_cast<std::uint64_t>(b.alignment))) {
       reject(i, b, fmt::format("alignment {} is not a power of two", b.alignment));
+    }
+    if (b.alignment > kMaxBytes) {
+      reject(i, b, fmt::format("alignment {} is above the limit {} (2^52)", b.alignment,
+                               kMaxBytes));
     }
     if (b.fixed_offset) {
       const Bytes off = *b.fixed_offset;

@@ -32,6 +32,11 @@ TEST(Problem, RejectsEachBadFieldWithItsName) {
   Buffer odd = buf(0, 1, 1);
   odd.alignment = 3;
   EXPECT_NE(message_of(odd).find("alignment 3 is not a power of two"), std::string::npos);
+  Buffer wide = buf(0, 1, 1);
+  wide.alignment = Bytes{1} << 53;  // a power of two, but past the limit: say which
+  EXPECT_NE(message_of(wide).find(
+                "alignment 9007199254740992 is above the limit 4503599627370496 (2^52)"),
+            std::string::npos);
   Buffer misplaced = buf(0, 1, 1);
   misplaced.alignment = 16;
   misplaced.fixed_offset = 8;
