@@ -179,7 +179,7 @@ class Reader {
     const auto [end, error] = std::from_chars(first, last, value);
     if (error == std::errc::result_out_of_range && end == last) {
       fail(line_no_, cell.column,
-           fmt::format("{} {} is outside the 64-bit range [{}, {}]", name, cell.text,
+           fmt::format("{} {} is outside the 64-bit range [{}, {}]", name, shown(cell.text),
                        std::numeric_limits<std::int64_t>::min(),
                        std::numeric_limits<std::int64_t>::max()));
     }
@@ -210,6 +210,11 @@ class Reader {
       switch (field) {
         case kId:
           if (cell.text.empty()) fail(line_no_, cell.column, "empty id");
+          if (cell.text.front() == '#') {
+            fail(line_no_, cell.column,
+                 fmt::format("id {} starts with '#', which marks a comment line",
+                             shown(cell.text)));
+          }
           b.id = std::string(cell.text);
           break;
         case kLower: b.lower = integer(cell, field); break;
@@ -334,10 +339,29 @@ CsvProblem read_csv_file_with_lines(const std::filesystem::path& path,
   return read_csv_with_lines(in, path.string(), options);
 }
 
+namespace {
+
+// An id the reader gives back unchanged: not empty, no field or line separator, no NUL, not
+// starting with '#' (a comment line), no spaces around (trimmed).
+bool id_reads_back(std::string_view id) {
+  return !id.empty() && id.find_first_of(std::string_view(",\n\r\0", 4)) == std::string::npos &&
+         id.front() != '#' && trim(id) == id;
+}
+
+}  // namespace
+
 void write_csv(std::ostream& out, const Problem& problem, std::span<const Bytes> offsets) {
   if (!offsets.empty() && offsets.size() != problem.buffers.size()) {
     throw InvalidArgument(fmt::format("write_csv: {} offsets for {} buffers", offsets.size(),
                                       problem.buffers.size()));
+  }
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (!id_reads_back(problem.buffers[i].id)) {
+      throw InvalidArgument(fmt::format(
+          "write_csv: buffer {} has the id {}, which CSV cannot hold (empty, a comma, a line "
+          "end, a NUL, '#' first, or spaces around)",
+          i, shown(problem.buffers[i].id)));
+    }
   }
   out << (offsets.empty() ? "id,lower,upper,size,alignment\n"
                           : "id,lower,upper,size,alignment,offset\n");

@@ -116,7 +116,7 @@ TEST(Csv, AnAlignmentAboveTheLimitSaysSoAndNamesTheLimit) {
 
 TEST(Csv, NumbersOutsideSixtyFourBitsSignsAndSpacesAreNamed) {
   EXPECT_EQ(error_of("id,lower,upper,size\n0,0,1,99999999999999999999\n"),
-            "test.csv:2:7: size 99999999999999999999 is outside the 64-bit range "
+            "test.csv:2:7: size '99999999999999999999' is outside the 64-bit range "
             "[-9223372036854775808, 9223372036854775807]");
   EXPECT_EQ(error_of("id,lower,upper,size\n0,0,1,+2\n"),
             "test.csv:2:7: size '+2' is not an integer");
@@ -138,6 +138,25 @@ TEST(Csv, RepeatedIdsAreRejectedWithBothLines) {
             "test.csv:5:1: id 'a' repeated (first on line 2)");
   EXPECT_EQ(error_of("id,lower,upper,size\nb,0,1,2\na,0,1,2\n a,0,1,2\nb,0,1,2\nb,0,1,2\n"),
             "test.csv:4:2: id 'a' repeated (first on line 3)");
+}
+
+// Found by fuzz_csv: an id column after the first let an id start with '#', and write_csv
+// then wrote a comment line, so the buffer was lost on reading back.
+TEST(Csv, IdsThatWouldNotReadBackAreRejected) {
+  EXPECT_EQ(error_of("size,id,lower,upper\n64,#a,1,9\n"),
+            "test.csv:2:4: id '#a' starts with '#', which marks a comment line");
+  std::ostringstream out;
+  for (const std::string id : {"", "a,b", "#a", " a", "a\n", "a\r"}) {
+    const Problem p{{Buffer{.id = id, .lower = 0, .upper = 1, .size = 1}}};
+    EXPECT_THROW(write_csv(out, p), InvalidArgument) << id;
+  }
+  const Problem p{{Buffer{.id = "a,b", .lower = 0, .upper = 1, .size = 1}}};
+  try {
+    write_csv(out, p);
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "write_csv: buffer 0 has the id 'a,b', which CSV cannot hold "
+                           "(empty, a comma, a line end, a NUL, '#' first, or spaces around)");
+  }
 }
 
 TEST(Csv, NulBytesAndControlCharactersAreNamedNotPrinted) {
