@@ -50,6 +50,11 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+bool is_control(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f;
+}
+
 // A cell's text for a message: quoted, control and non-ASCII bytes as \xNN (a hostile file
 // cannot write to the user's terminal), and cut at 40 bytes.
 std::string shown(std::string_view text) {
@@ -57,7 +62,7 @@ std::string shown(std::string_view text) {
   std::string out = "'";
   for (const char c : text.substr(0, kShown)) {
     const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte >= 0x7f) out += fmt::format("\\x{:02x}", byte);
+    if (is_control(c) || byte > 0x7f) out += fmt::format("\\x{:02x}", byte);
     else out += c;
   }
   return out + (text.size() > kShown ? "...'" : "'");
@@ -215,6 +220,12 @@ class Reader {
                  fmt::format("id {} starts with '#', which marks a comment line",
                              shown(cell.text)));
           }
+          if (const auto control = std::find_if(cell.text.begin(), cell.text.end(), is_control);
+              control != cell.text.end()) {
+            // Ids are printed in messages: none may write to the user's terminal.
+            fail(line_no_, cell.column + static_cast<std::size_t>(control - cell.text.begin()),
+                 fmt::format("id {} holds a control character", shown(cell.text)));
+          }
           b.id = std::string(cell.text);
           break;
         case kLower: b.lower = integer(cell, field); break;
@@ -341,11 +352,11 @@ CsvProblem read_csv_file_with_lines(const std::filesystem::path& path,
 
 namespace {
 
-// An id the reader gives back unchanged: not empty, no field or line separator, no NUL, not
-// starting with '#' (a comment line), no spaces around (trimmed).
+// An id the reader gives back unchanged: not empty, no comma, no control character (line ends
+// and NUL included), not starting with '#' (a comment line), no spaces around (trimmed).
 bool id_reads_back(std::string_view id) {
-  return !id.empty() && id.find_first_of(std::string_view(",\n\r\0", 4)) == std::string::npos &&
-         id.front() != '#' && trim(id) == id;
+  return !id.empty() && id.find(',') == std::string_view::npos &&
+         std::none_of(id.begin(), id.end(), is_control) && id.front() != '#' && trim(id) == id;
 }
 
 }  // namespace
@@ -358,8 +369,8 @@ void write_csv(std::ostream& out, const Problem& problem, std::span<const Bytes>
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
     if (!id_reads_back(problem.buffers[i].id)) {
       throw InvalidArgument(fmt::format(
-          "write_csv: buffer {} has the id {}, which CSV cannot hold (empty, a comma, a line "
-          "end, a NUL, '#' first, or spaces around)",
+          "write_csv: buffer {} has the id {}, which CSV cannot hold (empty, a comma, a "
+          "control character, '#' first, or spaces around)",
           i, shown(problem.buffers[i].id)));
     }
   }

@@ -146,7 +146,7 @@ TEST(Csv, IdsThatWouldNotReadBackAreRejected) {
   EXPECT_EQ(error_of("size,id,lower,upper\n64,#a,1,9\n"),
             "test.csv:2:4: id '#a' starts with '#', which marks a comment line");
   std::ostringstream out;
-  for (const std::string id : {"", "a,b", "#a", " a", "a\n", "a\r"}) {
+  for (const std::string id : {"", "a,b", "#a", " a", "a\n", "a\r", "a\x1b"}) {
     const Problem p{{Buffer{.id = id, .lower = 0, .upper = 1, .size = 1}}};
     EXPECT_THROW(write_csv(out, p), InvalidArgument) << id;
   }
@@ -155,7 +155,7 @@ TEST(Csv, IdsThatWouldNotReadBackAreRejected) {
     write_csv(out, p);
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "write_csv: buffer 0 has the id 'a,b', which CSV cannot hold "
-                           "(empty, a comma, a line end, a NUL, '#' first, or spaces around)");
+                           "(empty, a comma, a control character, '#' first, or spaces around)");
   }
 }
 
@@ -165,6 +165,8 @@ TEST(Csv, NulBytesAndControlCharactersAreNamedNotPrinted) {
             "test.csv:2:4: NUL byte (this is not a text file)");
   EXPECT_EQ(error_of("id,lower,upper,size\na,0,1,2\x1b[2J\n"),
             "test.csv:2:7: size '2\\x1b[2J' is not an integer");
+  EXPECT_EQ(error_of("id,lower,upper,size\nab\x1b[2J,0,1,2\n"),
+            "test.csv:2:3: id 'ab\\x1b[2J' holds a control character");
   // A long cell is cut short in the message.
   EXPECT_EQ(error_of("id,lower,upper,size\na,0,1," + std::string(100, '7') + "x\n"),
             "test.csv:2:7: size '" + std::string(40, '7') + "...' is not an integer");
