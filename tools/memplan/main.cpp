@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "memplan/error.hpp"
 
 namespace {
 
@@ -16,6 +15,9 @@ commands:
   plan FILE.csv... [--budget-ms N] [--greedy-only] [--fixed-offsets] [--out OUT.csv] [--json]
       Place the buffers of MiniMalloc CSV traces in one arena and report the plan:
       buffers, lower bound, arena size, ratio to the bound, algorithm, proven optimality, time.
+      Every file is planned; one that fails is reported on stderr and the exit code is 1.
+
+exit codes: 0 ok, 1 an input, planning or output error, 2 a bad command line.
 
 Set MEMPLAN_LOG=info (or debug) to see the library's log on stderr.
 )";
@@ -34,8 +36,8 @@ int main(int argc, char** argv) {
     if (args[0] == "plan") return plan_command(rest);
     fmt::print(stderr, "memplan: unknown command '{}'\n\n{}", args[0], kUsage);
     return kExitUsage;
-  } catch (const memplan::InvalidArgument& e) {
-    fmt::print(stderr, "memplan {}: {}\n", args[0], e.what());
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "memplan {}: {}\n(memplan --help shows the usage)\n", args[0], e.what());
     return kExitUsage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "memplan {}: {}\n", args[0], e.what());

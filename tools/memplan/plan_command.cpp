@@ -1,7 +1,12 @@
 // `memplan plan`: read traces, plan each, validate the result, print a table or JSON lines.
+// Each file is planned on its own: one that fails is reported on stderr, naming the file (and
+// the lines, where the error is about rows), and the others still run; the exit code then is 1.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -23,39 +28,56 @@ struct PlanArgs {
   bool json = false;
 };
 
+// The longest --budget-ms accepted: 7 days. Far above any useful search, and far below where a
+// deadline of now + budget overflows std::chrono's nanoseconds (~292 years).
+constexpr long long kMaxBudgetMs = 7LL * 24 * 3600 * 1000;
+
+std::chrono::milliseconds parse_budget(std::string_view text) {
+  long long ms = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (text.empty() || end != text.data() + text.size() ||
+      (error != std::errc{} && error != std::errc::result_out_of_range)) {
+    throw UsageError(fmt::format("--budget-ms '{}' is not a non-negative integer", text));
+  }
+  if (error == std::errc::result_out_of_range || ms > kMaxBudgetMs || ms < 0) {
+    throw UsageError(fmt::format("--budget-ms {} is outside [0, {}] (7 days)", text,
+                                 kMaxBudgetMs));
+  }
+  return std::chrono::milliseconds(ms);
+}
+
 PlanArgs parse_args(std::span<const std::string_view> args) {
   PlanArgs parsed;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
     const auto value = [&]() -> std::string_view {
-      if (i + 1 >= args.size()) throw InvalidArgument(fmt::format("{} needs a value", arg));
+      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", arg));
       return args[++i];
     };
     if (arg == "--budget-ms") {
-      const std::string_view text = value();
-      long long ms = 0;
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ms);
-      if (error != std::errc{} || end != text.data() + text.size() || ms < 0) {
-        throw InvalidArgument(fmt::format("--budget-ms '{}' is not a non-negative integer", text));
-      }
-      parsed.options.budget = std::chrono::milliseconds(ms);
+      parsed.options.budget = parse_budget(value());
     } else if (arg == "--greedy-only") {
       parsed.options.exact = false;
     } else if (arg == "--fixed-offsets") {
       parsed.csv.offsets_are_fixed = true;
     } else if (arg == "--out") {
-      parsed.out = value();
+      const std::string_view out = value();
+      if (out.empty()) throw UsageError("--out needs a file name, not an empty one");
+      parsed.out = out;
     } else if (arg == "--json") {
       parsed.json = true;
-    } else if (arg.starts_with("--")) {
-      throw InvalidArgument(fmt::format("unknown option '{}'", arg));
+    } else if (arg.size() > 1 && arg.starts_with("-")) {
+      throw UsageError(fmt::format("unknown option '{}'", arg));
+    } else if (arg.empty()) {
+      throw UsageError("an empty trace file name");
     } else {
       parsed.files.emplace_back(arg);
     }
   }
-  if (parsed.files.empty()) throw InvalidArgument("no trace file given (memplan plan FILE.csv)");
+  if (parsed.files.empty()) throw UsageError("no trace file given (memplan plan FILE.csv)");
   if (!parsed.out.empty() && parsed.files.size() != 1) {
-    throw InvalidArgument("--out takes the plan of exactly one trace");
+    throw UsageError(fmt::format("--out takes the plan of exactly one trace, not {}",
+                                 parsed.files.size()));
   }
   return parsed;
 }
@@ -90,26 +112,85 @@ void print_row(const std::filesystem::path& file, std::size_t buffers, const pla
              fmt::format("{:.2f}", static_cast<double>(s.elapsed.count()) / 1e3));
 }
 
+std::string describe_row(const std::filesystem::path& file, const plan::CsvProblem& read,
+                         std::size_t i) {
+  const plan::Buffer& b = read.problem.buffers[i];
+  return fmt::format("{}:{}: buffer '{}' (offset {}, size {}, lifetime [{}, {}))", file.string(),
+                     read.lines[i], b.id, b.fixed_offset.value_or(0), b.size, b.lower, b.upper);
+}
+
+// Fixed offsets that collide make the problem infeasible: name both rows by file and line, which
+// the planner (knowing buffers only by index) cannot.
+void check_fixed_offsets(const std::filesystem::path& file, const plan::CsvProblem& read) {
+  plan::Problem fixed;
+  std::vector<plan::Bytes> offsets;
+  std::vector<std::size_t> row_of;  // index in `fixed` -> index in `read`
+  for (std::size_t i = 0; i < read.problem.buffers.size(); ++i) {
+    const plan::Buffer& b = read.problem.buffers[i];
+    if (!b.fixed_offset) continue;
+    fixed.buffers.push_back(b);
+    offsets.push_back(*b.fixed_offset);
+    row_of.push_back(i);
+  }
+  for (const plan::Violation& v : plan::find_violations(fixed, offsets, 1)) {
+    if (v.kind != plan::Violation::Kind::Overlap) continue;
+    const std::size_t first = std::min(row_of[v.buffer], row_of[v.other]);
+    const std::size_t second = std::max(row_of[v.buffer], row_of[v.other]);
+    throw InvalidArgument(fmt::format("{} overlaps {}: no plan can keep both fixed offsets",
+                                      describe_row(file, read, second),
+                                      describe_row(file, read, first)));
+  }
+}
+
+struct Printer {
+  bool json;
+  bool header_printed = false;
+
+  void print(const std::filesystem::path& file, std::size_t buffers, const plan::Solution& s) {
+    if (json) return print_json(file, buffers, s);
+    if (!header_printed) {
+      fmt::print(kRowFormat, "trace", "buffers", "lower bound", "arena size", "ratio",
+                 "algorithm", "proven", "time (ms)");
+      header_printed = true;
+    }
+    print_row(file, buffers, s);
+  }
+};
+
+void plan_file(const std::filesystem::path& file, const PlanArgs& parsed, Printer& printer) {
+  const plan::CsvProblem read = plan::read_csv_file_with_lines(file, parsed.csv);
+  if (parsed.csv.offsets_are_fixed) check_fixed_offsets(file, read);
+  plan::Solution solution;
+  try {
+    solution = plan::plan(read.problem, parsed.options);
+    plan::validate(read.problem, solution);  // never print a plan that is not valid
+  } catch (const Error& e) {
+    // The planner's messages name buffers by index and id; the file names the trace.
+    throw Error(fmt::format("{}: {}", file.string(), e.what()));
+  }
+  printer.print(file, read.problem.buffers.size(), solution);
+  if (!parsed.out.empty()) plan::write_csv_file(parsed.out, read.problem, solution.offsets);
+}
+
 }  // namespace
 
 int plan_command(std::span<const std::string_view> args) {
   const PlanArgs parsed = parse_args(args);
-  if (!parsed.json) {
-    fmt::print(kRowFormat, "trace", "buffers", "lower bound", "arena size", "ratio", "algorithm",
-               "proven", "time (ms)");
-  }
+  Printer printer{parsed.json};
+  int failed = 0;
   for (const auto& file : parsed.files) {
-    const plan::Problem problem = plan::read_csv_file(file, parsed.csv);
-    const plan::Solution solution = plan::plan(problem, parsed.options);
-    plan::validate(problem, solution);  // never print a plan that is not valid
-    if (parsed.json) {
-      print_json(file, problem.buffers.size(), solution);
-    } else {
-      print_row(file, problem.buffers.size(), solution);
+    try {
+      plan_file(file, parsed, printer);
+    } catch (const std::exception& e) {
+      std::fflush(stdout);  // keep the order of rows and errors on a terminal
+      fmt::print(stderr, "memplan plan: {}\n", e.what());
+      ++failed;
     }
-    if (!parsed.out.empty()) plan::write_csv_file(parsed.out, problem, solution.offsets);
   }
-  return kExitOk;
+  if (failed > 0 && parsed.files.size() > 1) {
+    fmt::print(stderr, "memplan plan: {} of {} traces failed\n", failed, parsed.files.size());
+  }
+  return failed > 0 ? kExitError : kExitOk;
 }
 
 }  // namespace memplan::tool
