@@ -19,6 +19,15 @@ if(MEMPLAN_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+if(MEMPLAN_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "MEMPLAN_FUZZ needs Clang's libFuzzer (CMAKE_CXX_COMPILER=clang++), "
+                        "not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  # Coverage feedback for the fuzzer in every target; the fuzz targets link libFuzzer's main.
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+endif()
+
 # memplan_defaults(target): warnings as the project wants them on its own code.
 function(memplan_defaults target)
   target_compile_options(${target} PRIVATE
