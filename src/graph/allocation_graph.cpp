@@ -1,5 +1,7 @@
-// Appending to the tree. New children go to the front of the sibling list: the newest branch is
-// tried first, which is the one a diverging workload is most likely to take again.
+// Appending to the tree. New children go to the end of the sibling list, so matching tries the
+// oldest branch first: a path that replayed once keeps matching the same nodes whatever branches
+// are added beside it later (guarantee 4; a newest-first order let a new branch with the same key
+// capture an old path, which then broke again further down).
 #include "memplan/graph/allocation_graph.hpp"
 
 #include <algorithm>
@@ -15,9 +17,10 @@ NodeId AllocationGraph::add_child(NodeId parent, Node node) {
   const auto id = static_cast<NodeId>(nodes_.size());
   node.parent = parent;
   node.depth = nodes_[parent].depth + 1;
-  node.next_sibling = nodes_[parent].first_child;
   nodes_.push_back(node);
-  nodes_[parent].first_child = id;
+  NodeId* link = &nodes_[parent].first_child;  // recording only: the sibling walk is off the hot path
+  while (*link != kNoNode) link = &nodes_[*link].next_sibling;
+  *link = id;
   return id;
 }
 
@@ -37,12 +40,15 @@ BranchId AllocationGraph::add_end(NodeId parent) {
 }
 
 void AllocationGraph::truncate(NodeId first) {
-  // New children were pushed at the front of their parent's list: undo newest first.
+  // Nodes from `first` on are the newest, so each is the last child of its parent: unlink it there.
   for (auto id = static_cast<NodeId>(nodes_.size()); id-- > first;) {
     const Node& n = nodes_[id];
     // Branches are numbered in node order, so the ones closed in the suffix are the newest.
     if (n.kind == EventKind::End) branches_.pop_back();
-    if (n.parent < first) nodes_[n.parent].first_child = n.next_sibling;
+    if (n.parent >= first) continue;
+    NodeId* link = &nodes_[n.parent].first_child;
+    while (*link != id) link = &nodes_[*link].next_sibling;
+    *link = kNoNode;
   }
   nodes_.resize(std::max<std::size_t>(first, 1));
 }

@@ -10,7 +10,6 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "memplan/arena/arena.hpp"
@@ -126,6 +125,7 @@ struct Compiler::Impl {
   void harvest_rogues(bool learn_sites);
   void make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site);
   [[nodiscard]] std::vector<graph::Obstacle> obstacles_for_branch(NodeId last) const;
+  void reserve_learned_sites();
   void free_outside_step(void* p);
   [[nodiscard]] Bytes arena_bytes_needed() const;
 
@@ -173,8 +173,8 @@ struct Compiler::Impl {
   // What outlives steps.
   std::unordered_map<void*, Rogue> rogues;
   graph::OccupiedRanges occupied;                      // the rogues' arena ranges
-  std::unordered_set<std::uint64_t> learned_tags;
   std::unordered_map<std::uint64_t, std::string> tag_names;
+  std::vector<std::size_t> newly_learned_bytes;        // sites learned this step: pool room to map
 
   Stats stats;
   std::vector<BreakRecord> break_log;

@@ -36,6 +36,23 @@ void Compiler::Impl::harvest_rogues(bool learn_sites) {
   }
   step_pool_live.clear();
   live_in_step = 0;
+  reserve_learned_sites();
+}
+
+// The next step serves the newly learned sites from the pool: map their room now, at the end of
+// the step that found them, so that replayed steps make no backend call (guarantee 2). Taking all
+// of them at once and giving them back leaves free blocks for their sum, not just the largest.
+void Compiler::Impl::reserve_learned_sites() {
+  if (newly_learned_bytes.empty()) return;
+  std::vector<void*> room;
+  room.reserve(newly_learned_bytes.size());
+  try {
+    for (const std::size_t bytes : newly_learned_bytes) room.push_back(pool.allocate(bytes));
+  } catch (const Error& e) {
+    logger().warn("reserving pool room for learned sites failed: {}", e.what());
+  }
+  for (void* p : room) pool.deallocate(p);
+  newly_learned_bytes.clear();
 }
 
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
@@ -65,7 +82,7 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   if (learns && !graph().node(node).persistent) {
     graph().node(node).persistent = true;
     ++stats.learned_rogue_sites;
-    if (tag != 0) learned_tags.insert(tag);
+    newly_learned_bytes.push_back(static_cast<std::size_t>(size));
   }
 }
 

@@ -189,22 +189,8 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
   if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
   const bool learning = mode == StepMode::Record;
   graph::AllocationGraph& g = graph();
-  if (key.tag != 0 && learned_tags.contains(key.tag) &&
-      key.alignment <= static_cast<Bytes>(arena::PersistentPool::kMaxAlignment)) {
-    void* p = pool.allocate(static_cast<std::size_t>(key.size),
-                            static_cast<std::size_t>(key.alignment));
-    NodeId node = graph::kNoNode;
-    if (learning) {
-      node = cursor = g.add_alloc(cursor, key);
-      g.node(node).persistent = true;
-      current->live.push_back(p);
-    }
-    step_pool_live.emplace(p, node);
-    ++stats.learned_site_allocations;
-    ++event_index;
-    ++live_in_step;
-    return p;
-  }
+  // Learning is by site (a node of the graph), never by tag: a tag shared by many allocations
+  // would send all of them to the pool when one of them outlived its step once.
   const auto offset = free_ranges->allocate(key.size, key.alignment);
   if (!offset) {
     throw OutOfMemory(fmt::format(

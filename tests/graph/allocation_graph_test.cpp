@@ -1,4 +1,4 @@
-// The tree: shared prefixes once, newest sibling first, matching by key and by a fit predicate,
+// The tree: shared prefixes once, oldest sibling first, matching by key and by a fit predicate,
 // truncation of an aborted recording.
 #include <gtest/gtest.h>
 
@@ -39,8 +39,19 @@ TEST(AllocationGraph, FitPredicateSkipsToASiblingWithTheSameKey) {
   AllocationGraph g;
   const NodeId older = g.add_alloc(g.root(), {64, 256, 0});
   const NodeId newer = g.add_alloc(g.root(), {64, 256, 0});
-  EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, kAny), newer);  // newest first
-  EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, [&](NodeId c) { return c != newer; }), older);
+  EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, kAny), older);  // oldest first
+  EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, [&](NodeId c) { return c != older; }), newer);
+}
+
+TEST(AllocationGraph, TruncateUnlinksTheNewestChildBehindOlderSiblings) {
+  AllocationGraph g;
+  const NodeId a = g.add_alloc(g.root(), {64, 256, 0});
+  const NodeId b = g.add_alloc(g.root(), {32, 256, 0});
+  g.truncate(b);
+  EXPECT_EQ(g.node(g.root()).first_child, a);
+  EXPECT_EQ(g.node(a).next_sibling, kNoNode);
+  const NodeId c = g.add_alloc(g.root(), {16, 256, 0});
+  EXPECT_EQ(g.node(a).next_sibling, c);
 }
 
 TEST(AllocationGraph, TruncateForgetsAnAbortedRecordingOnly) {

@@ -1,0 +1,121 @@
+// The reproducers of issue 10 as step scripts: a seen path never breaks again, and a replayed step
+// never calls the backend, also after a buffer outlived its step.
+#include "step_script.hpp"
+
+namespace memplan::testing {
+namespace {
+
+TEST(StepScript, ASeenPathDoesNotBreakAgainAfterARogueCameAndWent) {
+  Harness h;
+  const auto steps = run_script(h, R"(
+step denoise
+A 1 1048576 x
+A 2 1048576 n
+F 2
+A 3 1048576 d
+F 3
+F 1
+end
+step denoise
+A 11 1048576 x
+A 14 4096 cache
+A 12 1048576 n
+F 12
+A 15 1048576 s
+F 15
+F 11
+end
+step denoise
+A 21 1048576 x
+A 22 1048576 n
+F 22
+A 25 1048576 s
+F 25
+F 21
+end
+F 14
+step denoise
+A 31 1048576 x
+A 32 1048576 n
+F 32
+A 33 1048576 d
+F 33
+F 31
+end
+step denoise
+A 41 1048576 x
+A 42 1048576 n
+F 42
+A 43 1048576 d
+F 43
+F 41
+end
+)");
+  ASSERT_EQ(steps.size(), 5u);
+  const std::vector<std::uint64_t> expected{0, 1, 1, 0, 0};  // new paths once each, seen paths never
+  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, expected[s]) << "step " << s;
+  h.expect_all_intact();
+}
+
+TEST(StepScript, AReplayedStepMakesNoBackendCallAfterALateFree) {
+  Harness h;
+  const auto steps = run_script(h, R"(
+step denoise
+A 1 1048576 x
+F 1
+end
+step denoise
+A 2 1048576 x
+end
+F 2
+step denoise
+A 3 1048576 x
+F 3
+end
+step denoise
+A 4 1048576 x
+F 4
+end
+)");
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[2].memory_calls, 0u);
+  EXPECT_EQ(steps[3].memory_calls, 0u);
+  const std::vector<std::uint64_t> breaks{0, 1, 0, 0};  // the late free is a new path, once
+  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
+}
+
+TEST(StepScript, LearningIsBySiteNotByTag) {
+  // One `x` freed a step late must not send every later `x` of the step to the pool.
+  Harness h;
+  const auto steps = run_script(h, R"(
+step denoise
+A 1 65536 x
+F 1
+A 2 65536 x
+F 2
+end
+step denoise
+A 3 65536 x
+F 3
+A 4 65536 x
+end
+F 4
+step denoise
+A 5 65536 x
+A 7 4096 y
+F 7
+F 5
+A 6 65536 x
+F 6
+end
+)");
+  ASSERT_EQ(steps.size(), 3u);
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.learned_rogue_sites, 1u);
+  // The third step breaks at `y` and records: its second `x` is a new site, served in the arena.
+  EXPECT_EQ(st.learned_site_allocations, 0u);
+  h.expect_all_intact();
+}
+
+}  // namespace
+}  // namespace memplan::testing
