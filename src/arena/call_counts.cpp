@@ -16,6 +16,8 @@ std::string_view call_name(Call call) noexcept {
     case Call::wait_fence: return "wait_fence";
     case Call::destroy_fence: return "destroy_fence";
     case Call::query_free: return "query_free";
+    case Call::fill: return "fill";
+    case Call::query_fence: return "query_fence";
   }
   return "unknown";
 }

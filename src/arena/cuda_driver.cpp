@@ -65,6 +65,8 @@ Loaded load() {
     resolve(get_proc, "cuEventRecord", d.EventRecord);
     resolve(get_proc, "cuEventSynchronize", d.EventSynchronize);
     resolve(get_proc, "cuEventDestroy", d.EventDestroy);
+    resolve(get_proc, "cuEventQuery", d.EventQuery);
+    resolve(get_proc, "cuMemsetD32Async", d.MemsetD32Async);
     const CUresult init = d.Init(0);
     if (init != CUDA_SUCCESS) {
       const char* name = nullptr;

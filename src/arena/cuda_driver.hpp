@@ -29,6 +29,8 @@ struct CudaDriver {
   decltype(&::cuEventRecord) EventRecord = nullptr;
   decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
   decltype(&::cuEventDestroy) EventDestroy = nullptr;
+  decltype(&::cuEventQuery) EventQuery = nullptr;
+  decltype(&::cuMemsetD32Async) MemsetD32Async = nullptr;
 
   // The loaded driver, cuInit done; throws CudaError when there is none (every call, same text).
   static const CudaDriver& get();

@@ -141,6 +141,21 @@ void CudaVmmBackend::do_destroy_fence(FenceHandle fence) {
   d.check(d.EventDestroy(reinterpret_cast<CUevent>(fence)), "cuEventDestroy");
 }
 
+bool CudaVmmBackend::do_fence_passed(FenceHandle fence) {
+  const CudaDriver& d = CudaDriver::get();
+  const CUresult status = d.EventQuery(reinterpret_cast<CUevent>(fence));
+  if (status == CUDA_ERROR_NOT_READY) return false;
+  d.check(status, "cuEventQuery");
+  return true;
+}
+
+void CudaVmmBackend::do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) {
+  const CudaDriver& d = CudaDriver::get();
+  bind();  // the default stream is the current context's
+  d.check(d.MemsetD32Async(dptr(va), pattern, bytes / 4, static_cast<CUstream>(stream.native)),
+          "cuMemsetD32Async");
+}
+
 std::size_t CudaVmmBackend::do_free_bytes() {
   const CudaDriver& d = CudaDriver::get();
   bind();

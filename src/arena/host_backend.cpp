@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fmt/format.h>
 #include <system_error>
@@ -31,6 +32,10 @@ struct HostFence {
 };
 
 HostFence* fence_of(FenceHandle handle) { return reinterpret_cast<HostFence*>(handle); }
+
+void fill_words(void* va, std::size_t bytes, std::uint32_t pattern) noexcept {
+  std::fill_n(static_cast<std::uint32_t*>(va), bytes / 4, pattern);
+}
 
 }  // namespace
 
@@ -97,6 +102,20 @@ void HostBackend::do_wait_fence(FenceHandle fence) {
 }
 
 void HostBackend::do_destroy_fence(FenceHandle fence) { delete fence_of(fence); }
+
+bool HostBackend::do_fence_passed(FenceHandle fence) {
+  const HostFence* f = fence_of(fence);
+  return f->stream == nullptr || f->stream->done(f->ticket);
+}
+
+void HostBackend::do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) {
+  auto* host_stream = static_cast<HostStream*>(stream.native);
+  if (host_stream == nullptr) {
+    fill_words(va, bytes, pattern);
+  } else {
+    host_stream->enqueue([va, bytes, pattern] { fill_words(va, bytes, pattern); });
+  }
+}
 
 std::size_t HostBackend::do_free_bytes() {
   const long pages = ::sysconf(_SC_AVPHYS_PAGES);

@@ -32,6 +32,11 @@ void HostStream::wait(std::uint64_t ticket) {
   done_.wait(lock, [&] { return completed_ >= ticket; });
 }
 
+bool HostStream::done(std::uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  return completed_ >= ticket;
+}
+
 void HostStream::run() {
   std::unique_lock lock(mutex_);
   for (;;) {

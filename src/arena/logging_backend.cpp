@@ -53,6 +53,15 @@ void LoggingBackend::do_destroy_fence(FenceHandle fence) {
   logger().debug("{}: destroy_fence({:#x})", name(), fence);
   upstream_.destroy_fence(fence);
 }
+bool LoggingBackend::do_fence_passed(FenceHandle fence) {
+  const bool passed = upstream_.fence_passed(fence);
+  logger().debug("{}: fence_passed({:#x}) -> {}", name(), fence, passed);
+  return passed;
+}
+void LoggingBackend::do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) {
+  logger().debug("{}: fill({}, {}, {:#010x}, stream {})", name(), va, bytes, pattern, stream.native);
+  upstream_.fill(va, bytes, pattern, stream);
+}
 std::size_t LoggingBackend::do_free_bytes() {
   const std::size_t bytes = upstream_.free_bytes();
   logger().debug("{}: free_bytes() -> {}", name(), bytes);

@@ -28,6 +28,12 @@ StepRunner::StepRunner(Compiler& compiler, GraphExecutor& executor, arena::Strea
     throw InvalidArgument(
         fmt::format("CaptureOptions: capture_after must be >= 1, got {}", options_.capture_after));
   }
+  // Check mode poisons and fences at each free: deferred launches would run after their buffers'
+  // frees, so they run at once instead.
+  if (options_.enabled && compiler_.options().check.enabled()) {
+    logger().info("capture: off because the compiler is in check mode; every step runs eagerly");
+    options_.enabled = false;
+  }
 }
 
 StepPath StepRunner::run(std::string_view step_name, std::string_view key, const Body& body) {

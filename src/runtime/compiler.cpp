@@ -8,6 +8,7 @@
 #include <bit>
 #include <mutex>
 
+#include "check_mode.hpp"
 #include "compiler_impl.hpp"
 #include "memplan/log.hpp"
 
@@ -37,7 +38,8 @@ Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
       lock(options.thread_safe) {}
 
 Compiler::Compiler(arena::PhysicalBackend& backend, CompilerOptions options)
-    : impl_(std::make_unique<Impl>(backend, std::move(options))) {}
+    : impl_(std::make_unique<Impl>(backend, std::move(options))),
+      check_(impl_->options.check.enabled() ? std::make_unique<Check>(backend, impl_->options) : nullptr) {}
 
 Compiler::~Compiler() {
   if (impl_ == nullptr) return;
@@ -51,20 +53,33 @@ Compiler::~Compiler() {
 void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
                          std::size_t alignment) {
   const std::lock_guard guard(impl_->lock);
+  if (check_ != nullptr) [[unlikely]] return check_->allocate(*this, bytes, stream, tag, alignment);
+  return allocate_planned(bytes, stream, tag, alignment);
+}
+
+// The lock is held.
+void* Compiler::allocate_planned(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
+                                 std::size_t alignment) {
   if (stream == impl_->last_stream) [[likely]] {
     if (void* p = impl_->try_replay_allocate(bytes, tag, alignment)) [[likely]] return p;
-  } else if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) ==
-             impl_->streams.end()) {
-    impl_->arena.add_user(stream);
-    impl_->pool.arena().add_user(stream);
-    impl_->streams.push_back(stream);
+  } else {
+    use_stream(stream);
   }
   impl_->last_stream = stream;
   return impl_->allocate(bytes, tag, alignment);
 }
 
-void Compiler::deallocate(void* p, arena::StreamRef /*stream*/) {
+// The lock is held. The stream becomes a user of the arena and the pool: unmapping waits for it.
+void Compiler::use_stream(arena::StreamRef stream) {
+  if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) != impl_->streams.end()) return;
+  impl_->arena.add_user(stream);
+  impl_->pool.arena().add_user(stream);
+  impl_->streams.push_back(stream);
+}
+
+void Compiler::deallocate(void* p, arena::StreamRef stream) {
   const std::lock_guard guard(impl_->lock);
+  if (check_ != nullptr) [[unlikely]] return check_->deallocate(*this, p, stream);
   if (impl_->try_replay_free(p)) [[likely]] return;
   impl_->deallocate(p);
 }
@@ -141,7 +156,7 @@ std::vector<BreakRecord> Compiler::breaks() const {
 
 std::string Compiler::report() const {
   const std::lock_guard guard(impl_->lock);
-  return impl_->report();
+  return check_ != nullptr ? impl_->report() + check_->summary() : impl_->report();
 }
 
 void Compiler::trim() {
@@ -149,6 +164,7 @@ void Compiler::trim() {
   if (impl_->current != nullptr) throw InvalidState("trim: a step is running");
   impl_->trim_arena();
   impl_->pool.trim();
+  if (check_ != nullptr) check_->trim();
 }
 
 void Compiler::release() {
@@ -159,9 +175,11 @@ void Compiler::release() {
                                    impl_->stats.live_rogues, impl_->stats.live_rogue_bytes));
   }
   impl_->arena.release();
+  if (check_ != nullptr) check_->trim();
 }
 
 void* Compiler::arena_base() const noexcept { return impl_->arena.base(); }
+const CompilerOptions& Compiler::options() const noexcept { return impl_->options; }
 
 StepGuard::StepGuard(Compiler& compiler)
     : compiler_(&compiler), exceptions_(std::uncaught_exceptions()) {}

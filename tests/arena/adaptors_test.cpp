@@ -27,6 +27,33 @@ TEST(CallCounts, MemoryCallsExcludeFencesAndQueries) {
   EXPECT_EQ((d - c)[Call::map], 1u);
   EXPECT_EQ((d - c).total(), 1u);
   EXPECT_EQ(call_name(Call::set_access), "set_access");
+  EXPECT_EQ(call_name(Call::fill), "fill");
+  EXPECT_EQ(call_name(Call::query_fence), "query_fence");
+  c[Call::fill] = 4;  // a fill writes bytes, not mappings
+  EXPECT_EQ(c.memory_calls(), 3u);
+}
+
+TEST(Adaptors, ForwardFillsAndFenceQueriesAndEveryLayerCounts) {
+  HostBackend host;
+  LoggingBackend logging(host);
+  LimitingBackend limited(logging, 4 * host.granularity());
+  Arena arena(limited, 2 * host.granularity(), ArenaOptions{host.granularity(), "t"});
+  arena.ensure_mapped(1);
+  auto* words = static_cast<std::uint32_t*>(arena.base());
+  limited.fill(words, 16, 0x7FFD7FFDu, StreamRef{});  // the host's default stream: at once
+  EXPECT_EQ(words[0], 0x7FFD7FFDu);
+  EXPECT_EQ(words[3], 0x7FFD7FFDu);
+  EXPECT_EQ(words[4], 0u);
+  EXPECT_THROW(limited.fill(words, 6, 0u, StreamRef{}), InvalidArgument);  // not whole words
+  const FenceHandle fence = limited.create_fence(StreamRef{});
+  limited.record_fence(fence, StreamRef{});
+  EXPECT_TRUE(limited.fence_passed(fence));
+  limited.destroy_fence(fence);
+  for (const PhysicalBackend* b : {static_cast<PhysicalBackend*>(&host), static_cast<PhysicalBackend*>(&logging),
+                                   static_cast<PhysicalBackend*>(&limited)}) {
+    EXPECT_EQ(b->calls()[Call::fill], b == &limited ? 2u : 1u) << b->name();  // the bad one stops at the top
+    EXPECT_EQ(b->calls()[Call::query_fence], 1u);
+  }
 }
 
 TEST(LoggingBackend, ForwardsLogsAndBothLayersCount) {

@@ -1,5 +1,6 @@
-// The fixtures of the shared suites (arena_suite_test.cpp, pool_suite_test.cpp), parameterized by
-// backend environment; each environment's file instantiates them.
+// The fixtures of the shared suites (arena_suite_test.cpp, pool_suite_test.cpp,
+// check_heap_suite_test.cpp), parameterized by backend environment; each environment's file
+// instantiates them.
 #pragma once
 
 #include "backend_env.hpp"
@@ -26,5 +27,6 @@ class EnvFixture : public ::testing::TestWithParam<const BackendEnv*> {
 
 class ArenaSuite : public EnvFixture {};
 class PoolSuite : public EnvFixture {};
+class CheckHeapSuite : public EnvFixture {};
 
 }  // namespace memplan::arena::test

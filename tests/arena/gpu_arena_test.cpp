@@ -1,6 +1,7 @@
 // What only a GPU shows: kernels writing across chunk boundaries, release() while a kernel is
-// queued (it must wait: run under compute-sanitizer), and growth while a captured CUDA Graph over
-// the first chunk keeps replaying. Each test skips without a GPU.
+// queued (it must wait: run under compute-sanitizer), growth while a captured CUDA Graph over
+// the first chunk keeps replaying, and check mode's stream-ordered fill. Each test skips without
+// a GPU.
 #include "gpu_kernels.hpp"
 #include "memplan/arena/arena.hpp"
 #include "memplan/arena/cuda_vmm_backend.hpp"
@@ -127,6 +128,55 @@ TEST(GpuArena, CapturedGraphKeepsReplayingWhileTheArenaGrows) {
   CUDA_OK(cudaGraphDestroy(graph));
   arena.remove_user(StreamRef{stream});
   CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// Check mode's backend calls: fill lands in stream order (after a queued kernel's stores), is
+// captured as a memset node of a CUDA Graph, and fence_passed answers without waiting. Any device
+// memory will do: cudaMalloc's here.
+TEST(GpuArena, FillIsStreamOrderedAndCapturableAndFencesAreQueriedWithoutBlocking) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  CudaVmmBackend backend;
+  const std::size_t words = std::size_t{1} << 20;
+  std::uint32_t* data = nullptr;
+  CUDA_OK(cudaMalloc(&data, 4 * words + sizeof(int)));
+  auto* done = reinterpret_cast<int*>(data + words);  // the kernel's flag, unused here
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  launch_spin_then_fill(data, words, 0xC0FFEEu, 100'000'000, done, stream);
+  CUDA_OK(cudaGetLastError());
+  backend.fill(data, 4 * words, 0x7FFD7FFDu, StreamRef{stream});
+  const FenceHandle fence = backend.create_fence(StreamRef{stream});
+  backend.record_fence(fence, StreamRef{stream});
+  const bool busy = !backend.fence_passed(fence);  // the kernel spins for 100 ms
+  RecordProperty("fence_busy_while_kernel_spins", busy ? "yes" : "no");
+  backend.wait_fence(fence);
+  EXPECT_TRUE(backend.fence_passed(fence));
+  std::vector<std::uint32_t> host(words);
+  CUDA_OK(cudaMemcpy(host.data(), data, 4 * words, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < words; ++i) ASSERT_EQ(host[i], 0x7FFD7FFDu) << "word " << i;
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  backend.fill(data, 2 * words, 0x7FFA7FFAu, StreamRef{stream});
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  launch_iota(data, words, 0, stream);
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaMemcpy(host.data(), data, 4 * words, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < words; ++i) {
+    ASSERT_EQ(host[i], i < words / 2 ? 0x7FFA7FFAu : static_cast<std::uint32_t>(i)) << "word " << i;
+  }
+  EXPECT_EQ(backend.calls()[Call::fill], 2u);
+  EXPECT_GE(backend.calls()[Call::query_fence], 2u);
+  EXPECT_THROW(backend.fill(data, 6, 0u, StreamRef{stream}), InvalidArgument);
+  backend.destroy_fence(fence);
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  CUDA_OK(cudaStreamDestroy(stream));
+  CUDA_OK(cudaFree(data));
 }
 
 // The driver's own out of memory (not a configured limit): ask for more than the card has, in

@@ -44,5 +44,6 @@ const BackendEnv& gpu_env() {
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ArenaSuite, ::testing::Values(&gpu_env()), EnvName{});
 INSTANTIATE_TEST_SUITE_P(Gpu, PoolSuite, ::testing::Values(&gpu_env()), EnvName{});
+INSTANTIATE_TEST_SUITE_P(Gpu, CheckHeapSuite, ::testing::Values(&gpu_env()), EnvName{});
 
 }  // namespace memplan::arena::test

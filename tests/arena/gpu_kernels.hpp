@@ -17,5 +17,9 @@ void launch_increment(std::uint32_t* data, std::size_t words, cudaStream_t strea
 // *done = 1: the work a release() must wait for.
 void launch_spin_then_fill(std::uint32_t* data, std::size_t words, std::uint32_t value, std::uint64_t ns,
                            int* done, cudaStream_t stream);
+// Spins for about `ns` nanoseconds of GPU time, then copies `words` words from src to dst: a
+// reader that runs late (check mode's planted bug).
+void launch_spin_then_copy(const std::uint32_t* src, std::uint32_t* dst, std::size_t words, std::uint64_t ns,
+                           cudaStream_t stream);
 
 }  // namespace memplan::arena::test

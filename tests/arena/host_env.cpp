@@ -30,5 +30,6 @@ const BackendEnv& host_env() {
 
 INSTANTIATE_TEST_SUITE_P(Host, ArenaSuite, ::testing::Values(&host_env()), EnvName{});
 INSTANTIATE_TEST_SUITE_P(Host, PoolSuite, ::testing::Values(&host_env()), EnvName{});
+INSTANTIATE_TEST_SUITE_P(Host, CheckHeapSuite, ::testing::Values(&host_env()), EnvName{});
 
 }  // namespace memplan::arena::test

@@ -60,6 +60,23 @@ TEST_F(Fixture, EagerWhenDisabledRunsEachLaunchAtOnce) {
   EXPECT_EQ(launches_run, 15);
 }
 
+// Check mode poisons and fences each buffer at its free, so a launch deferred past the frees of
+// its step would touch freed (here: already unmapped) memory. The runner runs such steps eagerly.
+TEST_F(Fixture, CheckModeRunsEveryStepEagerly) {
+  CompilerOptions options = small();
+  options.check = {.poison = true, .no_reuse = true, .guard_gaps = true,
+                   .reserve_bytes = std::size_t{16} << 30};
+  Compiler checked(backend, options);
+  StepRunner runner(checked, executor, {}, {.capture_after = 1});
+  EXPECT_FALSE(runner.options().enabled);
+  for (int s = 0; s < 5; ++s) {
+    EXPECT_EQ(runner.run("denoise", "k", body(s)), StepPath::Eager);
+    EXPECT_EQ(out[0], s + 1);
+  }
+  EXPECT_EQ(runner.stats().captures, 0u);
+  EXPECT_EQ(launches_run, 15);
+}
+
 TEST_F(Fixture, CapturesAfterStableReplaysThenLaunchesTheGraphWithoutBackendCalls) {
   StepRunner runner(compiler, executor, {}, {.capture_after = 2});
   std::vector<StepPath> paths;

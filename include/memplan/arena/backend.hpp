@@ -1,7 +1,8 @@
 // The physical-memory backend: the one small interface the arena needs (reserve VA, create a
-// physical chunk, map, set access, unmap, release, free VA, and stream fences), in the manner of
-// RMM's device_memory_resource. Public calls are non-virtual: they count the call, then dispatch to
-// the private do_* hook, so no implementation can forget to count.
+// physical chunk, map, set access, unmap, release, free VA, stream fences, and a stream-ordered
+// fill for check mode's poison), in the manner of RMM's device_memory_resource. Public calls are
+// non-virtual: they count the call, then dispatch to the private do_* hook, so no implementation
+// can forget to count.
 //
 // Thread safety: the counters are atomic and the backends shipped here keep no other mutable
 // state (the limiting adaptor locks its own), so one backend may serve several threads.
@@ -60,10 +61,19 @@ class PhysicalBackend {
   void record_fence(FenceHandle fence, StreamRef stream) { count(Call::record_fence); do_record_fence(fence, stream); }
   // Blocks the host until the work before the recorded point is complete.
   void wait_fence(FenceHandle fence) { count(Call::wait_fence); do_wait_fence(fence); }
+  // Whether the work before the recorded point is complete, without blocking (a fence never
+  // recorded has passed).
+  bool fence_passed(FenceHandle fence) { count(Call::query_fence); return do_fence_passed(fence); }
   void destroy_fence(FenceHandle fence) { count(Call::destroy_fence); do_destroy_fence(fence); }
 
   // Physical bytes still free where chunks come from (for error messages).
   std::size_t free_bytes() { count(Call::query_free); return do_free_bytes(); }
+
+  // Writes `pattern` to every 32-bit word of [va, va + bytes) in the order of `stream`: after the
+  // work queued there so far, before the work queued later (cuMemsetD32Async; inside a CUDA stream
+  // capture it becomes a memset node). The range must be mapped and accessible until it has run.
+  // `va` and `bytes` must be multiples of 4 (InvalidArgument otherwise).
+  void fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream);
 
   CallCounts calls() const noexcept {
     CallCounts out;
@@ -89,7 +99,9 @@ class PhysicalBackend {
   virtual void do_record_fence(FenceHandle fence, StreamRef stream) = 0;
   virtual void do_wait_fence(FenceHandle fence) = 0;
   virtual void do_destroy_fence(FenceHandle fence) = 0;
+  virtual bool do_fence_passed(FenceHandle fence) = 0;
   virtual std::size_t do_free_bytes() = 0;
+  virtual void do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) = 0;
 
   std::array<std::atomic<std::uint64_t>, kCallKinds> counts_{};
 };

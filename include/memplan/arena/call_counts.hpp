@@ -10,7 +10,8 @@
 namespace memplan::arena {
 
 // One entry per backend entry point. The first seven are memory calls (they change what is mapped
-// or reserved); the fence calls only order host and streams; query_free only reads.
+// or reserved); the fence calls only order host and streams; query_free only reads; fill writes
+// bytes (check mode's poison), never mappings.
 enum class Call : std::uint8_t {
   reserve_va,
   free_va,
@@ -24,8 +25,10 @@ enum class Call : std::uint8_t {
   wait_fence,
   destroy_fence,
   query_free,
+  fill,
+  query_fence,
 };
-inline constexpr std::size_t kCallKinds = 12;
+inline constexpr std::size_t kCallKinds = 14;
 
 std::string_view call_name(Call call) noexcept;
 

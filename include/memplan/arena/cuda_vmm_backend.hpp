@@ -17,7 +17,7 @@ struct CudaVmmOptions {
   int device = 0;
 };
 
-// Fences: a StreamRef is a cudaStream_t / CUstream (nullptr: the legacy default stream).
+// Fences and fills: a StreamRef is a cudaStream_t / CUstream (nullptr: the legacy default stream).
 class CudaVmmBackend final : public PhysicalBackend {
  public:
   explicit CudaVmmBackend(CudaVmmOptions options = {});
@@ -41,7 +41,9 @@ class CudaVmmBackend final : public PhysicalBackend {
   void do_record_fence(FenceHandle fence, StreamRef stream) override;
   void do_wait_fence(FenceHandle fence) override;
   void do_destroy_fence(FenceHandle fence) override;
+  bool do_fence_passed(FenceHandle fence) override;
   std::size_t do_free_bytes() override;
+  void do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) override;
 
   void bind() const;  // makes the primary context current on this thread if none is
 

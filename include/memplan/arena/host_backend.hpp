@@ -14,7 +14,8 @@ struct HostBackendOptions {
   bool commit = true;
 };
 
-// Fences: a StreamRef is a HostStream* (or nullptr: nothing queued, always complete).
+// Fences and fills: a StreamRef is a HostStream* (or nullptr: nothing queued, always complete; a
+// fill there happens at once).
 class HostBackend final : public PhysicalBackend {
  public:
   explicit HostBackend(HostBackendOptions options = {});
@@ -33,7 +34,9 @@ class HostBackend final : public PhysicalBackend {
   void do_record_fence(FenceHandle fence, StreamRef stream) override;
   void do_wait_fence(FenceHandle fence) override;
   void do_destroy_fence(FenceHandle fence) override;
+  bool do_fence_passed(FenceHandle fence) override;
   std::size_t do_free_bytes() override;
+  void do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) override;
 
   HostBackendOptions options_;
   std::size_t page_;

@@ -26,6 +26,8 @@ class HostStream {
   // The ticket of the work queued so far: wait(ticket) returns once all of it has run.
   std::uint64_t record();
   void wait(std::uint64_t ticket);
+  // Whether the work of `ticket` has run, without blocking.
+  bool done(std::uint64_t ticket);
   void synchronize() { wait(record()); }
 
   StreamRef ref() noexcept { return StreamRef{this}; }

@@ -32,7 +32,11 @@ class LimitingBackend final : public PhysicalBackend {
   void do_record_fence(FenceHandle fence, StreamRef stream) override { upstream_.record_fence(fence, stream); }
   void do_wait_fence(FenceHandle fence) override { upstream_.wait_fence(fence); }
   void do_destroy_fence(FenceHandle fence) override { upstream_.destroy_fence(fence); }
+  bool do_fence_passed(FenceHandle fence) override { return upstream_.fence_passed(fence); }
   std::size_t do_free_bytes() override;
+  void do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) override {
+    upstream_.fill(va, bytes, pattern, stream);
+  }
 
   PhysicalBackend& upstream_;
   std::size_t limit_;

@@ -26,7 +26,9 @@ class LoggingBackend final : public PhysicalBackend {
   void do_record_fence(FenceHandle fence, StreamRef stream) override;
   void do_wait_fence(FenceHandle fence) override;
   void do_destroy_fence(FenceHandle fence) override;
+  bool do_fence_passed(FenceHandle fence) override;
   std::size_t do_free_bytes() override;
+  void do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) override;
 
   PhysicalBackend& upstream_;
 };

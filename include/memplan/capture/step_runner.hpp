@@ -42,7 +42,7 @@
 namespace memplan::capture {
 
 struct CaptureOptions {
-  bool enabled = true;     // false: every step eager, launches run at once
+  bool enabled = true;     // false: every step eager, launches run at once (forced in check mode)
   int capture_after = 2;   // replayed steps with an equal fingerprint before a capture (>= 1)
 };
 

@@ -30,6 +30,7 @@
 
 #include "memplan/arena/backend.hpp"
 #include "memplan/error.hpp"
+#include "memplan/runtime/check.hpp"
 #include "memplan/runtime/stats.hpp"
 
 namespace memplan {
@@ -56,6 +57,7 @@ struct CompilerOptions {
   std::chrono::milliseconds plan_budget{200};              // exact-search time per new branch
   bool trim_after_recording = true;  // unmap what recording touched beyond the plans
   bool thread_safe = true;           // false: one thread drives the compiler, no lock is taken
+  CheckOptions check;                // debugging runs: poison, no reuse, guard gaps (check.hpp)
 };
 
 class Compiler;
@@ -152,10 +154,21 @@ class Compiler {
 
   // The arena's base address: stable for the compiler's life.
   [[nodiscard]] void* arena_base() const noexcept;
+  [[nodiscard]] const CompilerOptions& options() const noexcept;
+
+  // Which buffer holds `p` (alive, or when it was freed), or the nearest one when `p` is in a
+  // guard gap or padding, or that memplan does not own `p`. Buffers are recorded in check mode
+  // only; with it off the report says which of memplan's ranges holds `p`, if any.
+  [[nodiscard]] AddressReport describe_address(const void* p) const;
 
  private:
   struct Impl;
+  struct Check;  // check mode (check_mode.hpp); null when every CompilerOptions::check flag is off
+  void* allocate_planned(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
+                         std::size_t alignment);
+  void use_stream(arena::StreamRef stream);
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Check> check_;
 };
 
 }  // namespace memplan
