@@ -79,7 +79,14 @@ inline void expect_runtime_holds(const std::vector<ModeResult>& results, bool ro
     // one break for the step after the rogue (the cache is no longer allocated there).
     EXPECT_LE(r.breaks, distinct_paths(r) - 1 + (rogue ? 1 : 0));
     EXPECT_GE(r.breaks, distinct_paths(r) - 1);
-    EXPECT_EQ(r.rogues, rogue ? 1u : 0u);  // the tagged site is learned: later token counts use the pool
+    // One rope table per token count, each its own site (learning is by site, not by tag): a
+    // rogue once per token count the case runs (one or two), never once per step.
+    if (rogue) {
+      EXPECT_GE(r.rogues, 1u);
+      EXPECT_LE(r.rogues, 2u);
+    } else {
+      EXPECT_EQ(r.rogues, 0u);
+    }
     EXPECT_EQ(r.replayed_step_mem_calls, 0u);
     EXPECT_LE(r.planned_bytes, r.lower_bound + r.lower_bound / 50);
     expect_flat_after_convergence(r);
