@@ -7,6 +7,8 @@
 #include <cassert>
 #include <tuple>
 
+#include "checked.hpp"
+
 namespace memplan::plan::detail {
 
 CrossSections cross_sections(std::span<const Lifetime> lifetimes) {
@@ -40,14 +42,20 @@ CrossSections cross_sections(std::span<const Lifetime> lifetimes) {
 }
 
 std::vector<Bytes> CrossSections::totals(std::span<const Bytes> weights) const {
+  // Exact for a problem check_problem accepts (no section passes kMaxArenaBytes); past that the
+  // sums saturate instead of wrapping, which only the greedy's ordering keys ever see.
   std::vector<Bytes> delta(static_cast<std::size_t>(count) + 1, 0);
   for (std::size_t i = 0; i < first.size(); ++i) {
-    delta[static_cast<std::size_t>(first[i])] += weights[i];
-    delta[static_cast<std::size_t>(last[i])] -= weights[i];
+    Bytes& at_first = delta[static_cast<std::size_t>(first[i])];
+    Bytes& at_last = delta[static_cast<std::size_t>(last[i])];
+    at_first = saturating_add(at_first, weights[i]);
+    at_last = saturating_add(at_last, -weights[i]);
   }
   std::vector<Bytes> sums(static_cast<std::size_t>(count), 0);
   Bytes running = 0;
-  for (std::size_t s = 0; s < sums.size(); ++s) sums[s] = running += delta[s];
+  for (std::size_t s = 0; s < sums.size(); ++s) {
+    sums[s] = running = saturating_add(running, delta[s]);
+  }
   return sums;
 }
 

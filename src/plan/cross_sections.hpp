@@ -19,7 +19,8 @@ struct CrossSections {
   std::vector<int> last;   // per buffer: one past its last section
   int count = 0;           // number of sections
 
-  // Sum of `weights` of the buffers in each section, by a difference array in O(n + count).
+  // Sum of `weights` of the buffers in each section, by a difference array in O(n + count);
+  // saturating at the range of Bytes (only a problem check_problem rejects gets there).
   [[nodiscard]] std::vector<Bytes> totals(std::span<const Bytes> weights) const;
 
   // Buffers crossing from section s to s + 1 (index s), for s in [0, count - 1).

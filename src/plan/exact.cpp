@@ -2,6 +2,8 @@
 // branching order. The canonical search itself lives in canonical_search.cpp.
 #include "memplan/plan/exact.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <tuple>
@@ -9,6 +11,7 @@
 #include "canonical_search.hpp"
 #include "cross_sections.hpp"
 #include "learned_order.hpp"
+#include "memplan/error.hpp"
 #include "search_model.hpp"
 
 namespace memplan::plan {
@@ -39,10 +42,11 @@ constexpr double kLearnedGrowth = 1.05;
 std::vector<std::vector<int>> branching_ranks(const SearchModel& model) {
   const auto n = static_cast<std::size_t>(model.buffer_count());
   const detail::RangeMax busiest(model.section_totals);
-  std::vector<std::tuple<Time, double, Bytes>> keys;  // (W, A, T)
+  std::vector<std::tuple<std::uint64_t, double, Bytes>> keys;  // (W, A, T)
   keys.reserve(n);
   for (std::size_t v = 0; v < n; ++v) {
-    const Time length = model.lifetimes[v].upper - model.lifetimes[v].lower;
+    const std::uint64_t length =
+        detail::length_of(model.lifetimes[v].lower, model.lifetimes[v].upper);
     keys.emplace_back(length, static_cast<double>(length) * static_cast<double>(model.size[v]),
                       busiest.max(model.sections.first[v], model.sections.last[v]));
   }
@@ -144,6 +148,7 @@ bool exact_search_fits(const Problem& problem) {
 
 ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, Bytes lower_bound,
                          Clock::time_point deadline) {
+  check_problem(problem);
   ExactResult result;
   result.offsets.assign(seed.begin(), seed.end());
   result.arena_size = arena_size(problem, seed);
@@ -190,7 +195,7 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
       const Bytes target = std::max(result.arena_size - stride, low + step);
       if (target >= result.arena_size) break;
       if (ask(target, descent_effort, 0) == Feasibility::Found) {
-        stride *= 2;
+        stride = std::min(stride * 2, kMaxArenaBytes);  // stride <= 2^62: doubling cannot wrap
       } else {
         stride = std::max(step, stride / step / 2 * step);
         ++misses;
@@ -204,6 +209,11 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
 
 CapacityResult solve_at_capacity(const Problem& problem, Bytes capacity,
                                  Clock::time_point deadline, std::int64_t node_limit) {
+  check_problem(problem);
+  if (capacity > kMaxArenaBytes) {
+    throw InvalidArgument(fmt::format("capacity {} is above the largest arena supported, {} B",
+                                      capacity, kMaxArenaBytes));
+  }
   CapacityOracle oracle(problem);
   return oracle.ask(capacity, node_limit, deadline, kLearnedShare);
 }

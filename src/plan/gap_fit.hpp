@@ -13,6 +13,13 @@
 
 namespace memplan::plan::detail {
 
+// The lowest multiple of `alignment` (a power of two) at or above `value`.
+[[nodiscard]] inline Bytes align_up(Bytes value, Bytes alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+// Values stay below kMaxArenaBytes plus a few sizes and alignments (the callers stop a plan that
+// passes kMaxArenaBytes), so no sum here can wrap.
 class GapFit {
  public:
   GapFit(Bytes size, Bytes alignment, Fit fit) : size_(size), alignment_(alignment), fit_(fit) {}
@@ -20,7 +27,7 @@ class GapFit {
   // One taken span [begin, end), in non-decreasing order of begin. True once the answer is
   // final (a first fit, or a best fit without slack), so the caller may stop feeding.
   bool feed(Bytes begin, Bytes end) {
-    const Bytes start = align_up(cursor_);
+    const Bytes start = align_up(cursor_, alignment_);
     if (start + size_ <= begin) {
       const Bytes slack = begin - start - size_;
       if (slack < best_slack_) {
@@ -33,13 +40,11 @@ class GapFit {
     return false;
   }
 
-  [[nodiscard]] Bytes offset() const { return best_ >= 0 ? best_ : align_up(cursor_); }
-
- private:
-  [[nodiscard]] Bytes align_up(Bytes value) const {
-    return (value + alignment_ - 1) / alignment_ * alignment_;
+  [[nodiscard]] Bytes offset() const {
+    return best_ >= 0 ? best_ : align_up(cursor_, alignment_);
   }
 
+ private:
   Bytes size_;
   Bytes alignment_;
   Fit fit_;

@@ -41,12 +41,16 @@ std::vector<std::int64_t> overlap_degrees(std::span<const Lifetime> lifetimes) {
 
 namespace {
 
-// Calls visit(earlier, later) once for every overlapping pair.
+// Calls visit(earlier, later) once for every overlapping pair; false if the deadline came first.
 template <typename Visit>
-void sweep_pairs(std::span<const Lifetime> lifetimes, std::span<const int> by_start,
-                 std::vector<int>& alive, Visit&& visit) {
+bool sweep_pairs(std::span<const Lifetime> lifetimes, std::span<const int> by_start,
+                 std::vector<int>& alive, IntervalGraph::Clock::time_point deadline,
+                 Visit&& visit) {
+  const bool timed = deadline != IntervalGraph::Clock::time_point::max();
   alive.clear();
+  std::size_t visited = 0;
   for (const int v : by_start) {
+    if (timed && (++visited & 1023) == 0 && IntervalGraph::Clock::now() >= deadline) return false;
     const Time start = lifetimes[static_cast<std::size_t>(v)].lower;
     std::size_t kept = 0;
     for (const int a : alive) {
@@ -57,11 +61,12 @@ void sweep_pairs(std::span<const Lifetime> lifetimes, std::span<const int> by_st
     alive.resize(kept);
     alive.push_back(v);
   }
+  return true;
 }
 
 }  // namespace
 
-IntervalGraph::IntervalGraph(std::span<const Lifetime> lifetimes) {
+IntervalGraph::IntervalGraph(std::span<const Lifetime> lifetimes, Clock::time_point deadline) {
   const std::size_t n = lifetimes.size();
   std::vector<int> by_start(n);
   std::iota(by_start.begin(), by_start.end(), 0);
@@ -71,15 +76,19 @@ IntervalGraph::IntervalGraph(std::span<const Lifetime> lifetimes) {
   });
   std::vector<int> alive;
   std::vector<std::size_t> degree(n + 1, 0);
-  sweep_pairs(lifetimes, by_start, alive, [&](int a, int b) {
+  complete_ = sweep_pairs(lifetimes, by_start, alive, deadline, [&](int a, int b) {
     ++degree[static_cast<std::size_t>(a)];
     ++degree[static_cast<std::size_t>(b)];
   });
+  if (!complete_) {
+    starts_.assign(n + 1, 0);
+    return;
+  }
   starts_.assign(n + 1, 0);
   for (std::size_t v = 0; v < n; ++v) starts_[v + 1] = starts_[v] + degree[v];
   targets_.resize(starts_[n]);
   std::vector<std::size_t> fill(starts_.begin(), starts_.end() - 1);
-  sweep_pairs(lifetimes, by_start, alive, [&](int a, int b) {
+  complete_ = sweep_pairs(lifetimes, by_start, alive, deadline, [&](int a, int b) {
     targets_[fill[static_cast<std::size_t>(a)]++] = b;
     targets_[fill[static_cast<std::size_t>(b)]++] = a;
   });

@@ -5,6 +5,7 @@
 // raises its neighbours' lowest offsets) walk these lists in their hot loops.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -18,6 +19,12 @@ struct Lifetime {
   Time upper = 0;  // half-open, lower < upper
 };
 
+// upper - lower, which passes INT64_MAX for lifetimes that span most of the time range: unsigned
+// arithmetic is exact here because upper >= lower.
+[[nodiscard]] inline std::uint64_t length_of(Time lower, Time upper) {
+  return static_cast<std::uint64_t>(upper) - static_cast<std::uint64_t>(lower);
+}
+
 // The lifetimes of the chosen buffers of a problem, in the order given.
 [[nodiscard]] std::vector<Lifetime> lifetimes_of(const Problem& problem,
                                                  std::span<const std::size_t> which);
@@ -29,8 +36,14 @@ struct Lifetime {
 
 class IntervalGraph {
  public:
-  explicit IntervalGraph(std::span<const Lifetime> lifetimes);
+  using Clock = std::chrono::steady_clock;
 
+  // Stops building at `deadline` (checked every thousand vertices), leaving the graph
+  // incomplete: only complete graphs may be used.
+  explicit IntervalGraph(std::span<const Lifetime> lifetimes,
+                         Clock::time_point deadline = Clock::time_point::max());
+
+  [[nodiscard]] bool complete() const { return complete_; }
   [[nodiscard]] std::span<const int> neighbours(int vertex) const {
     const auto v = static_cast<std::size_t>(vertex);
     return {targets_.data() + starts_[v], starts_[v + 1] - starts_[v]};
@@ -41,6 +54,7 @@ class IntervalGraph {
  private:
   std::vector<std::size_t> starts_;  // neighbours of v are targets_[starts_[v], starts_[v+1])
   std::vector<int> targets_;
+  bool complete_ = true;
 };
 
 }  // namespace memplan::plan::detail

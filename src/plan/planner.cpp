@@ -1,23 +1,26 @@
 // plan(): the stages in order, cheapest first, each allowed to stop the rest. The lower bound
-// tells when to stop; the greedy portfolio gives a valid plan in milliseconds; the exact search
-// only runs while a gap remains and the budget allows, and only ever replaces the plan with a
-// smaller one. The result is checked by the validator before it leaves: a planner bug becomes
-// an exception, never an overlapping plan.
+// tells when to stop; the greedy portfolio gives a valid plan in milliseconds (its first
+// strategy always completes, the rest stop at the deadline); the exact search only runs while a
+// gap remains and the budget allows, and only ever replaces the plan with a smaller one. The
+// result is checked by the validator before it leaves: a planner bug becomes an exception,
+// never an overlapping plan.
 #include "memplan/plan/planner.hpp"
 
 #include <fmt/format.h>
 
+#include "checked_problem.hpp"
+#include "memplan/error.hpp"
 #include "memplan/log.hpp"
 #include "memplan/plan/exact.hpp"
 #include "memplan/plan/greedy.hpp"
-#include "memplan/plan/lower_bound.hpp"
 #include "memplan/plan/validator.hpp"
 
 namespace memplan::plan {
 namespace {
 
 // The largest arena within `ratio` of `bound` (the bound itself for ratio <= 0). Computed in
-// long double: bounds reach 2^52, past the exact range of a double product.
+// long double: bounds reach 2^62, past the exact range of a double product; the slack is capped
+// at 2^60, so the sum stays within Bytes.
 Bytes within_ratio(Bytes bound, double ratio) {
   if (!(ratio > 0)) return bound;
   const long double slack = static_cast<long double>(bound) * static_cast<long double>(ratio);
@@ -25,26 +28,37 @@ Bytes within_ratio(Bytes bound, double ratio) {
   return bound + static_cast<Bytes>(slack);
 }
 
+// start + budget, or the end of the clock's range for a budget that reaches past it (adding it
+// would overflow the clock's 64-bit nanoseconds).
+std::chrono::steady_clock::time_point deadline_after(std::chrono::steady_clock::time_point start,
+                                                     std::chrono::milliseconds budget) {
+  using Clock = std::chrono::steady_clock;
+  if (budget.count() < 0) {
+    throw InvalidArgument(fmt::format("PlanOptions::budget {} ms is negative", budget.count()));
+  }
+  const auto room = std::chrono::floor<std::chrono::milliseconds>(Clock::time_point::max() - start);
+  return budget >= room ? Clock::time_point::max() : start + budget;
+}
+
 }  // namespace
 
 Solution plan(const Problem& problem, const PlanOptions& options) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  check_problem(problem);
-
+  const Clock::time_point deadline = deadline_after(start, options.budget);
   Solution solution;
-  solution.lower_bound = lower_bound(problem);
+  solution.lower_bound = detail::checked_lower_bound(problem);
+
   const Bytes good_enough = within_ratio(solution.lower_bound, options.stop_within_ratio);
-  GreedyPlan greedy = greedy_portfolio(problem, good_enough);
+  GreedyPlan greedy = greedy_portfolio(problem, good_enough, deadline);
   solution.offsets = std::move(greedy.offsets);
   solution.arena_size = greedy.arena_size;
   solution.algorithm = std::move(greedy.algorithm);
 
   Bytes proven_bound = solution.lower_bound;
   const bool gap = solution.arena_size > good_enough;
-  if (gap && options.exact && options.budget.count() > 0 && exact_search_fits(problem)) {
-    ExactResult exact =
-        exact_search(problem, solution.offsets, solution.lower_bound, start + options.budget);
+  if (gap && options.exact && Clock::now() < deadline && exact_search_fits(problem)) {
+    ExactResult exact = exact_search(problem, solution.offsets, solution.lower_bound, deadline);
     if (exact.improved) {
       solution.offsets = std::move(exact.offsets);
       solution.arena_size = exact.arena_size;

@@ -1,18 +1,20 @@
 // Validator. Per-buffer checks first (count, sign, alignment, fixed offsets), then one sweep in
-// time order that keeps the live buffers in a set ordered by offset. While the set is free of
-// overlaps, a new buffer can only overlap its neighbours in that order, so checking those two
-// finds the first overlap of any invalid solution: an empty result means a valid one.
+// time order that keeps the live buffers ordered by offset (a RankSet of their ranks in address
+// order, ties by index). While the set is free of overlaps, a new buffer can only overlap its
+// neighbours in that order, so checking those two finds the first overlap of any invalid
+// solution: an empty result means a valid one. Ends are
+// added without wrapping: an end past the range of Bytes is reported and counts as the top.
 #include "memplan/plan/validator.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
-#include <set>
-#include <tuple>
+#include <limits>
 #include <utility>
 
+#include "checked.hpp"
 #include "memplan/error.hpp"
+#include "rank_set.hpp"
 
 namespace memplan::plan {
 namespace {
@@ -44,6 +46,11 @@ void check_each_buffer(const Problem& problem, std::span<const Bytes> offsets, C
                fmt::format("{} is not aligned to {}", describe(problem, offsets, i),
                            b.alignment)});
     }
+    if (b.occupies() && !detail::checked_add(off, b.size)) {
+      out.add({Violation::Kind::OutOfRange, i, i,
+               fmt::format("{} ends past the largest offset, {}", describe(problem, offsets, i),
+                           std::numeric_limits<Bytes>::max())});
+    }
     if (b.fixed_offset && *b.fixed_offset != off) {
       out.add({Violation::Kind::FixedOffsetMoved, i, i,
                fmt::format("{} was moved from its fixed offset {}",
@@ -52,37 +59,57 @@ void check_each_buffer(const Problem& problem, std::span<const Bytes> offsets, C
   }
 }
 
-void check_overlaps(const Problem& problem, std::span<const Bytes> offsets, Collector& out) {
-  // Events (instant, is_start, buffer): ends sort before starts at the same instant.
-  std::vector<std::tuple<Time, bool, std::size_t>> events;
+constexpr std::size_t kStart = std::size_t{1} << (std::numeric_limits<std::size_t>::digits - 1);
+
+// Overlaps among the buffers for which include(i) holds.
+template <typename Include>
+void check_overlaps(const Problem& problem, std::span<const Bytes> offsets, Collector& out,
+                    const Include& include) {
+  // Events (instant, kStart bit | buffer): ends sort before starts at the same instant. Both
+  // orders are sorted as packed keys, which streams where indirect comparisons would miss.
+  std::vector<std::pair<Time, std::size_t>> events;
+  std::vector<std::pair<Bytes, std::size_t>> address;  // (offset, buffer)
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& b = problem.buffers[i];
-    if (!b.occupies()) continue;
-    events.emplace_back(b.lower, true, i);
-    events.emplace_back(b.upper, false, i);
+    if (!b.occupies() || !include(i)) continue;
+    events.emplace_back(b.lower, kStart | i);
+    events.emplace_back(b.upper, i);
+    address.emplace_back(offsets[i], i);
   }
   std::sort(events.begin(), events.end());
+  std::sort(address.begin(), address.end());
+  std::vector<std::size_t> by_rank(address.size());  // the buffers in address order
+  std::vector<std::size_t> rank_of(problem.buffers.size(), 0);
+  for (std::size_t r = 0; r < address.size(); ++r) {
+    by_rank[r] = address[r].second;
+    rank_of[address[r].second] = r;
+  }
 
-  std::set<std::pair<Bytes, std::size_t>> live;  // (offset, buffer), ordered by offset
-  const auto end_of = [&](std::size_t i) { return offsets[i] + problem.buffers[i].size; };
+  detail::RankSet live(by_rank.size());  // the live buffers, by rank
+  const auto end_of = [&](std::size_t i) {
+    return detail::checked_add(offsets[i], problem.buffers[i].size)
+        .value_or(std::numeric_limits<Bytes>::max());
+  };
   const auto report = [&](std::size_t a, std::size_t b) {
     out.add({Violation::Kind::Overlap, a, b,
              fmt::format("{} overlaps {}", describe(problem, offsets, a),
                          describe(problem, offsets, b))});
   };
-  for (const auto& [when, is_start, i] : events) {
+  for (const auto& [when, event] : events) {
     if (out.full()) return;
-    if (!is_start) {
-      live.erase({offsets[i], i});
+    const std::size_t i = event & ~kStart;
+    const std::size_t rank = rank_of[i];
+    if ((event & kStart) == 0) {
+      live.erase(rank);
       continue;
     }
-    const auto next = live.lower_bound({offsets[i], 0});
-    if (next != live.end() && next->first < end_of(i)) report(i, next->second);
-    if (next != live.begin()) {
-      const std::size_t prev = std::prev(next)->second;
-      if (end_of(prev) > offsets[i]) report(i, prev);
+    if (const std::size_t next = live.next_after(rank); next != detail::RankSet::npos) {
+      if (offsets[by_rank[next]] < end_of(i)) report(i, by_rank[next]);
     }
-    live.emplace(offsets[i], i);
+    if (const std::size_t prev = live.before(rank); prev != detail::RankSet::npos) {
+      if (end_of(by_rank[prev]) > offsets[i]) report(i, by_rank[prev]);
+    }
+    live.insert(rank);
   }
 }
 
@@ -97,7 +124,19 @@ std::vector<Violation> find_violations(const Problem& problem, std::span<const B
     return std::move(out.found);
   }
   check_each_buffer(problem, offsets, out);
-  check_overlaps(problem, offsets, out);
+  check_overlaps(problem, offsets, out, [](std::size_t) { return true; });
+  return std::move(out.found);
+}
+
+std::vector<Violation> find_fixed_offset_conflicts(const Problem& problem,
+                                                   std::size_t max_violations) {
+  Collector out{{}, max_violations};
+  std::vector<Bytes> offsets(problem.buffers.size(), 0);
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    offsets[i] = problem.buffers[i].fixed_offset.value_or(0);
+  }
+  check_overlaps(problem, offsets, out,
+                 [&](std::size_t i) { return problem.buffers[i].fixed_offset.has_value(); });
   return std::move(out.found);
 }
 

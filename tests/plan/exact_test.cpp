@@ -5,9 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
+#include "memplan/error.hpp"
 #include "memplan/plan/csv.hpp"
-
 #include "memplan/plan/greedy.hpp"
 #include "memplan/plan/lower_bound.hpp"
 #include "solver_cases.hpp"
@@ -70,6 +71,26 @@ TEST(Exact, FindsTheOptimumWhereGreedyDoesNot) {
   EXPECT_TRUE(exact.improved);
   EXPECT_EQ(exact.arena_size, 10);
   EXPECT_EQ(exact.proven_bound, 10);
+}
+
+TEST(Exact, LifetimesSpanningTheWholeTimeRangeAreRankedWithoutOverflow) {
+  // A buffer alive over all of time (its length passes INT64_MAX) sits beside the others
+  // throughout: the optimum is its size plus theirs, 4 + 10.
+  Problem problem = testing::greedy_is_suboptimal();
+  problem.buffers.push_back(
+      buf(std::numeric_limits<Time>::min(), std::numeric_limits<Time>::max(), 4));
+  const Bytes bound = lower_bound(problem);
+  const GreedyPlan greedy = greedy_portfolio(problem, bound);
+  const ExactResult exact = exact_search(problem, greedy.offsets, bound, generous());
+  expect_valid(problem, exact.offsets);
+  EXPECT_EQ(exact.arena_size, 14);
+  EXPECT_EQ(exact.proven_bound, 14);
+}
+
+TEST(ExactCapacity, ACapacityAboveTheArenaLimitIsAnInvalidArgument) {
+  EXPECT_THROW((void)solve_at_capacity(testing::greedy_is_suboptimal(), kMaxArenaBytes + 1,
+                                       generous()),
+               InvalidArgument);
 }
 
 TEST(Exact, ProvesItsResultUnderAlignment) {

@@ -2,8 +2,13 @@
 // offsets, and the portfolio keeps the best and stops at the bound.
 #include "memplan/plan/greedy.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
+#include "memplan/error.hpp"
 #include "memplan/plan/lower_bound.hpp"
 #include "solver_cases.hpp"
 
@@ -57,6 +62,37 @@ TEST(Greedy, GraphAndScanIndexesGiveIdenticalPlans) {
       }
     }
   }
+}
+
+TEST(Greedy, TheSweepGivesTheStartOrdersPlansOfTheOtherIndexes) {
+  // Fixed buffers that start inside free buffers' lifetimes ("late obstacles") and mixed
+  // alignments exercise every path of the sweep: live gaps, the top, and obstacles it must skip.
+  std::mt19937 random(41);
+  for (int round = 0; round < 200; ++round) {
+    Problem problem = testing::random_problem(random, 10 + round, 20 + round / 4);
+    for (Buffer& b : problem.buffers) b.size += static_cast<Bytes>(random() % 4);  // misalign
+    for (int f = 0; f < round % 5; ++f) {
+      const Time lower = static_cast<Time>(random() % 30);
+      problem.buffers.push_back(fixed_buf(lower, lower + 1 + static_cast<Time>(random() % 8),
+                                          8 + static_cast<Bytes>(random() % 3) * 8,
+                                          static_cast<Bytes>(random() % 12) * 16));
+    }
+    if (!find_fixed_offset_conflicts(problem, 1).empty()) continue;
+    for (const Fit fit : {Fit::Best, Fit::First}) {
+      const GreedyPlan sweep = greedy_plan(problem, GreedyOrder::Start, fit, GreedyIndex::Sweep);
+      const GreedyPlan scan = greedy_plan(problem, GreedyOrder::Start, fit, GreedyIndex::Scan);
+      SCOPED_TRACE(fmt::format("round {}: {}", round, sweep.algorithm));
+      expect_valid(problem, sweep.offsets);
+      EXPECT_EQ(sweep.offsets, scan.offsets);
+      EXPECT_EQ(sweep.arena_size, scan.arena_size);
+    }
+  }
+}
+
+TEST(Greedy, TheSweepServesTheStartOrderOnly) {
+  const Problem problem{{buf(0, 4, 8)}};
+  EXPECT_THROW((void)greedy_plan(problem, GreedyOrder::Size, Fit::Best, GreedyIndex::Sweep),
+               InvalidArgument);
 }
 
 TEST(Greedy, NestedLifetimesReachTheBound) {
@@ -135,6 +171,52 @@ TEST(Greedy, OneHugeBuffer) {
   const GreedyPlan plan = greedy_portfolio(problem, huge + 1);
   expect_valid(problem, plan.offsets);
   EXPECT_EQ(plan.arena_size, huge + 1);
+}
+
+TEST(Greedy, LifetimesSpanningTheWholeTimeRangeAreOrderedWithoutOverflow) {
+  // upper - lower passes INT64_MAX here: the longest lifetime and the earliest start still go
+  // first, at offset 0.
+  const Time min = std::numeric_limits<Time>::min();
+  const Time max = std::numeric_limits<Time>::max();
+  const Problem problem{{buf(min, max, 8), buf(0, 10, 16)}};
+  for (const GreedyOrder order : {GreedyOrder::Length, GreedyOrder::Start, GreedyOrder::Area}) {
+    const GreedyPlan plan = greedy_plan(problem, order, Fit::Best);
+    SCOPED_TRACE(plan.algorithm);
+    expect_valid(problem, plan.offsets);
+    EXPECT_EQ(plan.offsets[0], 0);
+    EXPECT_EQ(plan.offsets[1], 8);
+  }
+}
+
+TEST(Greedy, AlignmentPaddingPastTheArenaLimitIsANamedError) {
+  // 2,049 one-byte buffers aligned to 2^52 and alive together need 2^63 + 1 B: no plan fits.
+  Problem problem;
+  problem.buffers.assign(2049, buf(0, 1, 1, Bytes{1} << 52));
+  try {
+    (void)greedy_portfolio(problem, lower_bound(problem));
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("4611686018427387904"), std::string::npos) << e.what();
+  }
+  // 1,024 of them fit exactly below the limit, 2^62.
+  problem.buffers.resize(1024);
+  const GreedyPlan plan = greedy_portfolio(problem, lower_bound(problem));
+  expect_valid(problem, plan.offsets);
+  EXPECT_EQ(plan.arena_size, 1023 * (Bytes{1} << 52) + 1);
+}
+
+TEST(Greedy, BuffersAliveTogetherPastTheArenaLimitAreANamedError) {
+  // Called without plan() (which rejects this first): no wrapped key, no wrapped plan.
+  Problem problem;
+  problem.buffers.assign(2049, buf(0, 1, Bytes{1} << 52));
+  EXPECT_THROW((void)greedy_portfolio(problem, 0), InvalidArgument);
+}
+
+TEST(Greedy, ChecksEachBufferItself) {
+  // Called without plan(), a size past the limits used to wrap the greedy's sums.
+  const Problem problem{{buf(0, 4, Bytes{1} << 62), buf(0, 4, Bytes{1} << 62)}};
+  EXPECT_THROW((void)greedy_plan(problem, GreedyOrder::Size, Fit::Best), InvalidArgument);
+  EXPECT_THROW((void)greedy_portfolio(problem, 0), InvalidArgument);
 }
 
 TEST(Greedy, PlansManyBuffers) {

@@ -1,6 +1,7 @@
 // The lower bound is the busiest instant's live bytes, or a fixed buffer's top if higher.
 #include <gtest/gtest.h>
 
+#include "memplan/error.hpp"
 #include "memplan/plan/lower_bound.hpp"
 
 namespace memplan::plan {
@@ -33,6 +34,14 @@ TEST(LowerBound, FixedOffsetRaisesTheBound) {
   fixed.fixed_offset = 90;
   EXPECT_EQ(lower_bound(Problem{{fixed, buf(0, 1, 5)}}), 100);
   EXPECT_EQ(peak_live_bytes(Problem{{fixed, buf(0, 1, 5)}}), 15);
+}
+
+TEST(LowerBound, BuffersAliveTogetherPastTheArenaLimitAreAnErrorNotAWrap) {
+  Problem problem;
+  problem.buffers.assign(2049, buf(0, 1, Bytes{1} << 52));  // 2^63 + 2^52 B alive at once
+  EXPECT_THROW((void)lower_bound(problem), InvalidArgument);
+  problem.buffers.resize(1024);
+  EXPECT_EQ(lower_bound(problem), Bytes{1} << 62);
 }
 
 }  // namespace

@@ -69,6 +69,22 @@ TEST(Validator, ValidateChecksTheReportedSizes) {
   EXPECT_THROW(validate(p, s), Error);
 }
 
+TEST(Validator, AnEndPastTheLargestOffsetIsAViolationAndHidesNoOverlap) {
+  // 2^62 + 2^61 + 2^60 + 2^61 passes 2^63: the end used to wrap negative and hide the overlap.
+  const Bytes high = (Bytes{1} << 62) + (Bytes{1} << 61) + (Bytes{1} << 60);
+  const Problem p{{buf(0, 4, Bytes{1} << 61), buf(0, 4, 8)}};
+  const auto violations = find_violations(p, std::vector<Bytes>{high, high + 8});
+  bool out_of_range = false;
+  bool overlap = false;
+  for (const Violation& v : violations) {
+    out_of_range |= v.kind == Violation::Kind::OutOfRange && v.buffer == 0;
+    overlap |= v.kind == Violation::Kind::Overlap;
+  }
+  EXPECT_TRUE(out_of_range);
+  EXPECT_TRUE(overlap);
+  EXPECT_THROW((void)arena_size(p, std::vector<Bytes>{high, 0}), InvalidArgument);
+}
+
 // Against brute force on random small problems: the sweep finds an overlap exactly when one
 // exists among the O(n^2) pairs.
 TEST(Validator, AgreesWithPairwiseCheckOnRandomPlacements) {
@@ -92,6 +108,38 @@ TEST(Validator, AgreesWithPairwiseCheckOnRandomPlacements) {
     }
     EXPECT_EQ(!find_violations(p, offsets).empty(), overlap) << "round " << round;
   }
+}
+
+// Thousands of buffers (the sweep's ordered set then spans several summary levels): a valid
+// plan with one buffer moved is invalid exactly when the moved buffer meets another.
+TEST(Validator, FindsTheOneMovedBufferAmongThousands) {
+  std::mt19937 rng(99);
+  Problem p;
+  std::vector<Bytes> offsets;
+  Bytes next_free = 0;
+  for (int i = 0; i < 5000; ++i) {  // stacked in address order: valid, and every rank differs
+    const Time lower = rng() % 200;
+    p.buffers.push_back(buf(lower, lower + 1 + static_cast<Time>(rng() % 20), 1 + rng() % 64));
+    offsets.push_back(next_free);
+    next_free += p.buffers.back().size;
+  }
+  ASSERT_TRUE(find_violations(p, offsets).empty());
+  int invalid = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<Bytes> moved = offsets;
+    const std::size_t k = rng() % p.buffers.size();
+    moved[k] = static_cast<Bytes>(rng() % static_cast<unsigned>(next_free));
+    bool overlap = false;
+    for (std::size_t j = 0; j < p.buffers.size(); ++j) {
+      overlap |= j != k && conflicts(p.buffers[j], p.buffers[k]) &&
+                 moved[j] < moved[k] + p.buffers[k].size &&
+                 moved[k] < moved[j] + p.buffers[j].size;
+    }
+    invalid += overlap ? 1 : 0;
+    EXPECT_EQ(!find_violations(p, moved).empty(), overlap) << "round " << round;
+  }
+  EXPECT_GT(invalid, 0);
+  EXPECT_LT(invalid, 300);
 }
 
 }  // namespace

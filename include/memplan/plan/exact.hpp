@@ -30,6 +30,7 @@ struct ExactResult {
 };
 
 // `seed` must be a valid plan of `problem` (e.g. the greedy one); `lower_bound` a true bound.
+// Both functions check the problem first (check_problem's memplan::InvalidArgument).
 [[nodiscard]] ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed,
                                        Bytes lower_bound,
                                        std::chrono::steady_clock::time_point deadline);
@@ -44,7 +45,8 @@ struct CapacityResult {
 
 // One question: a plan no larger than `capacity`, a proof that none exists, or Unknown when
 // `node_limit` nodes per static branching order (and four times as many in restarts of the
-// learned order) or the deadline ran out first.
+// learned order) or the deadline ran out first. A capacity above kMaxArenaBytes is a
+// memplan::InvalidArgument.
 [[nodiscard]] CapacityResult solve_at_capacity(const Problem& problem, Bytes capacity,
                                                std::chrono::steady_clock::time_point deadline,
                                                std::int64_t node_limit = INT64_MAX);

@@ -3,11 +3,18 @@
 //
 // No single order wins everywhere (big buffers first packs tall stacks well, long lifetimes first
 // leaves clean layers, crowded moments first protects the peak), so the portfolio runs them all
-// and stops as soon as one meets the lower bound (or a caller's "good enough"). Each run costs
-// O(E log d) over an interval graph (E overlapping pairs, d the largest degree), or O(n²) on
-// problems so dense that this is less (see GreedyIndex).
+// and stops as soon as one meets the lower bound (or a caller's "good enough"), or its deadline
+// passes. Each run costs O(E log d) over an interval graph (E overlapping pairs, d the largest
+// degree), or O(n²) on problems so dense that this is less (see GreedyIndex); the start order
+// runs as a sweep over time in O(n log n) however wide the live sets are.
+//
+// Every function here checks each buffer as check_problem does (memplan::InvalidArgument), expects
+// fixed offsets that do not collide (check_problem checks that too), and keeps every buffer's top
+// within kMaxArenaBytes: where no plan it can find does (alignment padding), it throws
+// memplan::InvalidArgument naming the buffer that passes and the numbers.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -29,14 +36,17 @@ enum class Fit {
   First,  // the lowest gap that holds the buffer
 };
 
-// How a run finds the placed buffers alive with the next one. Both give identical plans; they
+// How a run finds the placed buffers alive with the next one. All give identical plans; they
 // differ in cost. Graph: O(E log d) per run plus building the overlap graph (E overlapping pairs,
 // d the largest degree). Scan: O(n²) per run, nothing to build; it wins on dense problems, where
-// most buffers overlap most others.
+// most buffers overlap most others. Sweep: GreedyOrder::Start only, O(n log n) per run.
 enum class GreedyIndex {
-  Auto,   // Scan when n² is small next to E log d, else Graph
+  Auto,   // Sweep for the start order; else Scan when n² is small next to E log d (or the graph
+          // would pass 2^26 entries), else Graph
   Graph,  // each buffer's placed neighbours from the overlap graph, sorted by offset
   Scan,   // one offset-ordered list of every placed buffer, filtered by lifetime
+  Sweep,  // the start order as a sweep over time, the live buffers' gaps indexed (any other
+          // order: memplan::InvalidArgument)
 };
 
 struct GreedyPlan {
@@ -51,8 +61,13 @@ struct GreedyPlan {
                                      GreedyIndex index = GreedyIndex::Auto);
 
 // Every order × fit; the smallest arena wins (earlier strategies win ties). Stops as soon as a
-// plan's arena is no larger than `good_enough` (pass the lower bound).
-[[nodiscard]] GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough);
+// plan's arena is no larger than `good_enough` (pass the lower bound), or at `deadline`, with
+// the best plan so far. The first strategy always runs to the end, whatever the deadline: the
+// size order with best fit, or on problems where a run of the other orders is expensive (wide
+// live sets, many overlaps) the start order's sweep with first fit.
+[[nodiscard]] GreedyPlan greedy_portfolio(
+    const Problem& problem, Bytes good_enough,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 [[nodiscard]] std::string to_string(GreedyOrder order);
 [[nodiscard]] std::string to_string(Fit fit);

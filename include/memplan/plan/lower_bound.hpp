@@ -1,5 +1,7 @@
 // The lower bound: no plan can be smaller than the most bytes alive at one instant, nor than the
 // highest byte a fixed-offset buffer reaches. Computed by one sweep over lifetime ends, O(n log n).
+// Both functions throw memplan::InvalidArgument, naming the instant and the bytes, when the
+// bound passes kMaxArenaBytes (check_problem relies on this); they never wrap.
 #pragma once
 
 #include "memplan/plan/problem.hpp"

@@ -11,7 +11,11 @@
 namespace memplan::plan {
 
 struct PlanOptions {
-  std::chrono::milliseconds budget{1000};  // wall-time limit for the exact search
+  // Wall time for the whole run: the greedy portfolio stops at it with the best plan so far,
+  // and the exact search runs only in what is left. What always runs whatever the budget: the
+  // checks, the lower bound, the portfolio's first strategy (O(n log n) on wide problems) and
+  // the validator. Negative: memplan::InvalidArgument; past the clock's range: no limit.
+  std::chrono::milliseconds budget{1000};
   bool exact = true;                       // false: greedy portfolio only
   // A plan within this fraction of the lower bound ends the work: the portfolio stops at the
   // first such plan and the exact search is skipped. Such a plan is reported as proven optimal
@@ -21,7 +25,9 @@ struct PlanOptions {
   double stop_within_ratio = 1e-4;
 };
 
-// Throws memplan::InvalidArgument for an invalid problem (see check_problem).
+// Throws memplan::InvalidArgument for an invalid problem (see check_problem: bad fields, more than
+// kMaxArenaBytes alive at once, fixed offsets that collide), for one whose only plans the greedy
+// finds pass kMaxArenaBytes (alignment padding), and for a negative budget.
 [[nodiscard]] Solution plan(const Problem& problem, const PlanOptions& options = {});
 
 }  // namespace memplan::plan

@@ -15,9 +15,18 @@
 
 namespace memplan::plan {
 
-// Signed on purpose: differences and sums of sizes never wrap silently.
+// Signed on purpose: a negative size or offset is an error to report, not a huge number.
 using Bytes = std::int64_t;
 using Time = std::int64_t;
+
+// The largest size, alignment and fixed offset of one buffer: 2^52 B (4 PiB), far above any
+// real buffer.
+inline constexpr Bytes kMaxBufferBytes = Bytes{1} << 52;
+// The largest arena the planner handles: 2^62 B (4 EiB), half the range of a Bytes. Every plan
+// it returns ends below it, and every value a stage computes stays below it plus a few buffer
+// sizes and alignments, so no sum can wrap. A problem with more bytes alive at one instant is
+// rejected by check_problem; one whose only plans pass it (alignment padding) by the planner.
+inline constexpr Bytes kMaxArenaBytes = Bytes{1} << 62;
 
 struct Buffer {
   std::string id;                      // the caller's name (a CSV id); reported in errors
@@ -43,7 +52,10 @@ struct Problem {
 
 // Throws memplan::InvalidArgument naming the first bad buffer (index, id, field and value):
 // negative size, upper < lower, alignment not a power of two, a misaligned or negative fixed
-// offset, or sizes so large that offsets could overflow.
+// offset, a size, alignment or fixed offset above kMaxBufferBytes; then more than
+// kMaxArenaBytes alive at one instant (naming the instant); then two fixed-offset buffers that
+// share bytes while both alive (naming both). O(n log n). Every planner stage expects a problem
+// that passes it.
 void check_problem(const Problem& problem);
 
 struct Solution {
@@ -61,7 +73,8 @@ struct Solution {
   }
 };
 
-// max(offset + size) over the buffers that occupy memory; 0 for none.
+// max(offset + size) over the buffers that occupy memory; 0 for none. Throws
+// memplan::InvalidArgument if an offset + size passes the range of Bytes.
 [[nodiscard]] Bytes arena_size(const Problem& problem, std::span<const Bytes> offsets);
 
 }  // namespace memplan::plan

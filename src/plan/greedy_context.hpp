@@ -1,0 +1,78 @@
+// What every strategy of one problem's greedy shares: the occupying buffers in start order, their
+// lifetimes and overlap degrees, and, built on first use, what only some strategies need (the
+// order keys, the overlap graph, the sweep). A portfolio that stops after one cheap run on a wide
+// problem so builds nothing it does not use.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "interval_graph.hpp"
+#include "memplan/plan/greedy.hpp"
+#include "placed_by_offset.hpp"
+#include "sweep_greedy.hpp"
+
+namespace memplan::plan::detail {
+
+// Per-buffer keys the orders sort by, for the occupying buffers.
+struct OrderKeys {
+  std::vector<Bytes> size;
+  std::vector<std::uint64_t> length;  // unsigned: a lifetime may span more than INT64_MAX
+  std::vector<double> area;           // double: size × length may exceed 64 bits; only compared
+  std::vector<Bytes> pressure;
+  std::vector<Time> start;
+};
+
+class GreedyContext {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `index`: Auto picks per order (see GreedyIndex); Graph or Scan serve every order.
+  GreedyContext(const Problem& problem, GreedyIndex index);
+
+  [[nodiscard]] GreedyIndex index_for(GreedyOrder order) const;
+  // Whether one run of an order other than start costs more than tens of milliseconds: more
+  // than 2^22 overlap entries to sort (graph index), or 2^26 pairs to scan.
+  [[nodiscard]] bool expensive() const;
+  // Whether such a run could not end within minutes: more than 2^38 pairs to scan (the graph
+  // index is not built that large), about half a million buffers alive together.
+  [[nodiscard]] bool hopeless() const;
+
+  // Runs one strategy. Gives up as soon as a buffer's top passes `give_up_above` (an arena only
+  // grows, so the plan could no longer win), and stops at `deadline`.
+  RunEnd run(GreedyOrder order, Fit fit, Bytes give_up_above, Clock::time_point deadline);
+  // After RunEnd::Done: the plan.
+  [[nodiscard]] GreedyPlan plan(GreedyOrder order, Fit fit) const;
+  // After RunEnd::GaveUp: the buffer that passed and the top it would have reached.
+  [[nodiscard]] std::string describe_stop(GreedyOrder order, Fit fit) const;
+
+ private:
+  void sort_by(GreedyOrder order, std::vector<int>& free) const;
+  Bytes settle(int v, Bytes offset);
+  Bytes place(int v, Fit fit);
+  void place_by_graph(int v, GapFit& gap);
+  const OrderKeys& keys();
+
+  const Problem& problem_;
+  std::vector<std::size_t> occupying_;  // local index -> problem index, in start order
+  std::vector<Lifetime> lifetimes_;
+  std::vector<std::int64_t> degrees_;   // overlapping buffers of each
+  GreedyIndex requested_;
+  GreedyIndex generic_;                 // Graph or Scan: the index of the other orders
+  std::optional<OrderKeys> keys_;
+  std::optional<IntervalGraph> graph_;  // Graph index only
+  std::optional<SweepGreedy> sweep_;
+  PlacedByOffset by_offset_;            // Scan index only
+  std::vector<std::pair<Bytes, Bytes>> span_;  // per buffer: [offset, top), kUnplaced before
+  RunStop stop_;
+  bool packable_ = false;  // offsets and degrees small enough for taken_keys_
+  std::vector<std::pair<Bytes, Bytes>> taken_;  // scratch: [begin, end) of placed neighbours
+  std::vector<std::uint64_t> taken_keys_;       // scratch: begin << kPositionBits | position
+  std::vector<Bytes> taken_end_;                // scratch: ends, by position
+};
+
+}  // namespace memplan::plan::detail
