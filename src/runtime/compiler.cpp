@@ -14,13 +14,43 @@
 namespace memplan {
 namespace {
 
-CompilerOptions checked(CompilerOptions options) {
+// Sizes past 256 TiB are a negative number cast to size_t, or a typo.
+void check_size(std::string_view option, std::size_t bytes) {
+  if (bytes == 0 || bytes > arena::kMaxReserveBytes) {
+    throw InvalidArgument(fmt::format("CompilerOptions: {} {} is outside [1, {}]", option, bytes,
+                                      arena::kMaxReserveBytes));
+  }
+}
+
+// A chunk is what the arena maps at once, so it must be whole granules of the backend: rounding it
+// up silently would make "mapped <= plan rounded up to the chunk" refer to another number.
+void check_chunk(std::string_view option, std::size_t chunk, const arena::PhysicalBackend& backend,
+                 std::size_t default_alignment) {
+  check_size(option, chunk);
+  const std::size_t granule = backend.granularity();
+  if (chunk % granule != 0) {
+    throw InvalidArgument(fmt::format(
+        "CompilerOptions: {} {} is not a multiple of the {} backend's mapping granularity {} "
+        "(the nearest above is {})",
+        option, chunk, backend.name(), granule, (chunk / granule + 1) * granule));
+  }
+  if (chunk < default_alignment) {
+    throw InvalidArgument(fmt::format("CompilerOptions: {} {} is smaller than default_alignment {}",
+                                      option, chunk, default_alignment));
+  }
+}
+
+CompilerOptions checked(CompilerOptions options, const arena::PhysicalBackend& backend) {
   if (options.branch_cap == 0) throw InvalidArgument("CompilerOptions: branch_cap must be >= 1");
   if (!std::has_single_bit(options.default_alignment) || options.default_alignment > 4096) {
     throw InvalidArgument(fmt::format(
         "CompilerOptions: default_alignment {} is not a power of two in [1, 4096]",
         options.default_alignment));
   }
+  check_size("reserve_bytes", options.reserve_bytes);
+  check_size("pool_reserve_bytes", options.pool_reserve_bytes);
+  check_chunk("chunk_bytes", options.chunk_bytes, backend, options.default_alignment);
+  check_chunk("pool_chunk_bytes", options.pool_chunk_bytes, backend, options.default_alignment);
   return options;
 }
 
@@ -28,7 +58,7 @@ CompilerOptions checked(CompilerOptions options) {
 
 Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
     : backend(backend_),
-      options(checked(std::move(options_))),
+      options(checked(std::move(options_), backend_)),
       arena(backend_, options.reserve_bytes,
             arena::ArenaOptions{.chunk_bytes = options.chunk_bytes, .name = "planned arena"}),
       pool(backend_, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
