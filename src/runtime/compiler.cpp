@@ -54,6 +54,13 @@ CompilerOptions checked(CompilerOptions options, const arena::PhysicalBackend& b
   return options;
 }
 
+// What last_stream holds until the first allocation: no stream has this address, so the first
+// stream used (the default stream, nullptr, included) is registered like any other.
+arena::StreamRef no_stream_yet() noexcept {
+  static constinit char marker = 0;
+  return arena::StreamRef{&marker};
+}
+
 }  // namespace
 
 Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
@@ -64,7 +71,8 @@ Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
       pool(backend_, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
                                         .chunk_bytes = options.pool_chunk_bytes,
                                         .name = "persistent pool"}),
-      lock(options.thread_safe) {}
+      lock(options.thread_safe),
+      last_stream(no_stream_yet()) {}
 
 Compiler::Compiler(arena::PhysicalBackend& backend, CompilerOptions options)
     : impl_(std::make_unique<Impl>(backend, std::move(options))) {}
@@ -91,6 +99,22 @@ void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string
   }
   impl_->last_stream = stream;
   return impl_->allocate(bytes, tag, alignment);
+}
+
+bool Compiler::forget_stream(arena::StreamRef stream) {
+  const std::lock_guard guard(impl_->lock);
+  const auto it = std::find(impl_->streams.begin(), impl_->streams.end(), stream);
+  if (it == impl_->streams.end()) return false;
+  // Each removal waits for the stream's queued work first. Checked one by one, so a call that
+  // failed half way (a fence error) can be repeated.
+  for (arena::Arena* a : {&impl_->arena, &impl_->pool.arena()}) {
+    if (a->users().contains(stream)) a->remove_user(stream);
+  }
+  impl_->streams.erase(it);
+  // The fast path of allocate() skips registration for last_stream; a new stream may come at the
+  // same address.
+  if (impl_->last_stream == stream) impl_->last_stream = no_stream_yet();
+  return true;
 }
 
 void Compiler::deallocate(void* p, arena::StreamRef /*stream*/) {
