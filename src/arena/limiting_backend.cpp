@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 
 namespace memplan::arena {
 
@@ -14,6 +15,9 @@ std::size_t LimitingBackend::used_bytes() const {
   return used_;
 }
 
+// The size map is keyed by the upstream's handle, and upstreams recycle handle numbers at once (a
+// memfd is a file descriptor). So a handle's entry goes before the upstream releases it: from then
+// on another thread may be handed the same number, and its entry must find the slot empty.
 ChunkHandle LimitingBackend::do_create_chunk(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   if (bytes > limit_ - std::min(used_, limit_)) {
@@ -22,18 +26,23 @@ ChunkHandle LimitingBackend::do_create_chunk(std::size_t bytes) {
                                   detail::pretty_bytes(bytes)));
   }
   const ChunkHandle chunk = upstream_.create_chunk(bytes);
-  sizes_.emplace(chunk, bytes);
+  [[maybe_unused]] const bool fresh = sizes_.emplace(chunk, bytes).second;
+  assert(fresh && "the upstream handed out a handle that is still live");
   used_ += bytes;
   return chunk;
 }
 
 void LimitingBackend::do_release_chunk(ChunkHandle chunk) {
-  upstream_.release_chunk(chunk);
-  std::lock_guard lock(mutex_);
-  if (const auto it = sizes_.find(chunk); it != sizes_.end()) {
-    used_ -= it->second;
-    sizes_.erase(it);
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = sizes_.find(chunk); it != sizes_.end()) {
+      used_ -= it->second;
+      sizes_.erase(it);
+    }
   }
+  // Credited even if this fails: the arena forgets a chunk whose release failed, so nothing would
+  // ever release it again, and its number may come back from the upstream.
+  upstream_.release_chunk(chunk);
 }
 
 std::size_t LimitingBackend::do_free_bytes() {

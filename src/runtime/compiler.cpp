@@ -15,27 +15,65 @@
 namespace memplan {
 namespace {
 
-CompilerOptions checked(CompilerOptions options) {
+// Sizes past 256 TiB are a negative number cast to size_t, or a typo.
+void check_size(std::string_view option, std::size_t bytes) {
+  if (bytes == 0 || bytes > arena::kMaxReserveBytes) {
+    throw InvalidArgument(fmt::format("CompilerOptions: {} {} is outside [1, {}]", option, bytes,
+                                      arena::kMaxReserveBytes));
+  }
+}
+
+// A chunk is what the arena maps at once, so it must be whole granules of the backend: rounding it
+// up silently would make "mapped <= plan rounded up to the chunk" refer to another number.
+void check_chunk(std::string_view option, std::size_t chunk, const arena::PhysicalBackend& backend,
+                 std::size_t default_alignment) {
+  check_size(option, chunk);
+  const std::size_t granule = backend.granularity();
+  if (chunk % granule != 0) {
+    throw InvalidArgument(fmt::format(
+        "CompilerOptions: {} {} is not a multiple of the {} backend's mapping granularity {} "
+        "(the nearest above is {})",
+        option, chunk, backend.name(), granule, (chunk / granule + 1) * granule));
+  }
+  if (chunk < default_alignment) {
+    throw InvalidArgument(fmt::format("CompilerOptions: {} {} is smaller than default_alignment {}",
+                                      option, chunk, default_alignment));
+  }
+}
+
+CompilerOptions checked(CompilerOptions options, const arena::PhysicalBackend& backend) {
   if (options.branch_cap == 0) throw InvalidArgument("CompilerOptions: branch_cap must be >= 1");
   if (!std::has_single_bit(options.default_alignment) || options.default_alignment > 4096) {
     throw InvalidArgument(fmt::format(
         "CompilerOptions: default_alignment {} is not a power of two in [1, 4096]",
         options.default_alignment));
   }
+  check_size("reserve_bytes", options.reserve_bytes);
+  check_size("pool_reserve_bytes", options.pool_reserve_bytes);
+  check_chunk("chunk_bytes", options.chunk_bytes, backend, options.default_alignment);
+  check_chunk("pool_chunk_bytes", options.pool_chunk_bytes, backend, options.default_alignment);
   return options;
+}
+
+// What last_stream holds until the first allocation: no stream has this address, so the first
+// stream used (the default stream, nullptr, included) is registered like any other.
+arena::StreamRef no_stream_yet() noexcept {
+  static constinit char marker = 0;
+  return arena::StreamRef{&marker};
 }
 
 }  // namespace
 
 Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
     : backend(backend_),
-      options(checked(std::move(options_))),
+      options(checked(std::move(options_), backend_)),
       arena(backend_, options.reserve_bytes,
             arena::ArenaOptions{.chunk_bytes = options.chunk_bytes, .name = "planned arena"}),
       pool(backend_, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
                                         .chunk_bytes = options.pool_chunk_bytes,
                                         .name = "persistent pool"}),
-      lock(options.thread_safe) {}
+      lock(options.thread_safe),
+      last_stream(no_stream_yet()) {}
 
 Compiler::Compiler(arena::PhysicalBackend& backend, CompilerOptions options)
     : impl_(std::make_unique<Impl>(backend, std::move(options))),
@@ -75,6 +113,22 @@ void Compiler::use_stream(arena::StreamRef stream) {
   impl_->arena.add_user(stream);
   impl_->pool.arena().add_user(stream);
   impl_->streams.push_back(stream);
+}
+
+bool Compiler::forget_stream(arena::StreamRef stream) {
+  const std::lock_guard guard(impl_->lock);
+  const auto it = std::find(impl_->streams.begin(), impl_->streams.end(), stream);
+  if (it == impl_->streams.end()) return false;
+  // Each removal waits for the stream's queued work first. Checked one by one, so a call that
+  // failed half way (a fence error) can be repeated.
+  for (arena::Arena* a : {&impl_->arena, &impl_->pool.arena()}) {
+    if (a->users().contains(stream)) a->remove_user(stream);
+  }
+  impl_->streams.erase(it);
+  // The fast path of allocate() skips registration for last_stream; a new stream may come at the
+  // same address.
+  if (impl_->last_stream == stream) impl_->last_stream = no_stream_yet();
+  return true;
 }
 
 void Compiler::deallocate(void* p, arena::StreamRef stream) {

@@ -9,7 +9,11 @@
 #include <gmock/gmock.h>
 #include <spdlog/sinks/ostream_sink.h>
 
+#include <atomic>
+#include <functional>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 namespace memplan::arena {
 namespace {
@@ -92,6 +96,86 @@ TEST(LimitingBackend, RefusesPastTheLimitAndCreditsReleases) {
   limited.release_chunk(c);
   EXPECT_EQ(limited.used_bytes(), 0u);
   EXPECT_EQ(host.calls()[Call::create_chunk], 3u);  // the refused one never reached the host
+}
+
+// An upstream that hands out the lowest free handle number, as memfds (file descriptors) do, and
+// runs `after_release` once the number is free again but before release_chunk returns: the window
+// in which another thread's create_chunk can be given the same number. Only chunks exist here.
+class RecyclingBackend final : public PhysicalBackend {
+ public:
+  std::function<void()> after_release;
+
+ private:
+  std::size_t do_granularity() const noexcept override { return 4096; }
+  std::string_view do_name() const noexcept override { return "recycling"; }
+  ChunkHandle do_create_chunk(std::size_t) override {
+    std::size_t h = 0;
+    while (h < in_use_.size() && in_use_[h]) ++h;
+    if (h == in_use_.size()) in_use_.push_back(false);
+    in_use_[h] = true;
+    return h;
+  }
+  void do_release_chunk(ChunkHandle chunk) override {
+    in_use_.at(chunk) = false;
+    if (after_release) std::exchange(after_release, nullptr)();
+  }
+  [[noreturn]] static void only_chunks() { throw Error("recycling backend: only chunks exist here"); }
+  void* do_reserve_va(std::size_t) override { only_chunks(); }
+  void do_free_va(void*, std::size_t) override { only_chunks(); }
+  void do_map(void*, std::size_t, ChunkHandle) override { only_chunks(); }
+  void do_set_access(void*, std::size_t) override { only_chunks(); }
+  void do_unmap(void*, std::size_t) override { only_chunks(); }
+  FenceHandle do_create_fence(StreamRef) override { only_chunks(); }
+  void do_record_fence(FenceHandle, StreamRef) override { only_chunks(); }
+  void do_wait_fence(FenceHandle) override { only_chunks(); }
+  void do_destroy_fence(FenceHandle) override { only_chunks(); }
+  bool do_fence_passed(FenceHandle) override { only_chunks(); }
+  void do_fill(void*, std::size_t, std::uint32_t, StreamRef) override { only_chunks(); }
+  std::size_t do_free_bytes() override { return 0; }
+
+  std::vector<bool> in_use_;
+};
+
+TEST(LimitingBackend, AHandleReusedWhileItsReleaseReturnsIsCountedOnce) {
+  RecyclingBackend upstream;
+  const std::size_t g = upstream.granularity();
+  LimitingBackend limited(upstream, 2 * g);
+  const ChunkHandle a = limited.create_chunk(g);
+  ChunkHandle b = a + 1;
+  // What another thread may do between the upstream's release and the adaptor's bookkeeping.
+  upstream.after_release = [&] { b = limited.create_chunk(g); };
+  limited.release_chunk(a);
+  ASSERT_EQ(b, a) << "the upstream was to hand the freed number out again";
+  EXPECT_EQ(limited.used_bytes(), g);
+  limited.release_chunk(b);
+  EXPECT_EQ(limited.used_bytes(), 0u);
+  EXPECT_EQ(limited.create_chunk(2 * g), a);  // the whole limit is free again
+}
+
+// Two threads churn chunks through one limiting adaptor on real memfds, whose numbers the kernel
+// recycles at once. Each thread holds at most one chunk, so the limit of two is never reached.
+TEST(LimitingBackend, TwoThreadsKeepExactAccounts) {
+  HostBackend host(HostBackendOptions{.commit = false});
+  const std::size_t g = host.granularity();
+  LimitingBackend limited(host, 2 * g);
+  constexpr int kIterations = 20000;
+  std::atomic<int> refused{0};
+  auto churn = [&] {
+    for (int i = 0; i < kIterations; ++i) {
+      try {
+        limited.release_chunk(limited.create_chunk(g));
+      } catch (const OutOfMemory&) {
+        ++refused;
+      }
+    }
+  };
+  std::thread other(churn);
+  churn();
+  other.join();
+  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(limited.used_bytes(), 0u);
+  EXPECT_EQ(host.calls()[Call::create_chunk], 2u * kIterations);
+  EXPECT_EQ(host.calls()[Call::release_chunk], 2u * kIterations);
 }
 
 TEST(HostBackend, ReservingMoreAddressSpaceThanExistsIsOutOfMemory) {

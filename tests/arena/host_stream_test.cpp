@@ -19,17 +19,22 @@ using namespace std::chrono_literals;
 
 TEST(HostStream, RunsTasksInOrderAndWaitsOnTickets) {
   HostStream stream;
-  std::vector<int> order;
+  std::vector<int> order;  // written by the worker; read here only when no task can run
   std::atomic<bool> go{false};
+  std::atomic<bool> second_may_run{false};
   stream.enqueue([&] {
     while (!go.load()) std::this_thread::yield();
     order.push_back(1);
   });
   const std::uint64_t t1 = stream.record();
-  stream.enqueue([&] { order.push_back(2); });
+  stream.enqueue([&] {
+    while (!second_may_run.load()) std::this_thread::yield();
+    order.push_back(2);
+  });
   go = true;
   stream.wait(t1);
-  EXPECT_GE(order.size(), 1u);
+  EXPECT_EQ(order, std::vector<int>{1});  // the first task is done, the second still held
+  second_may_run = true;
   stream.synchronize();
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
@@ -67,9 +72,9 @@ TEST(HostStream, TrimWaitsForEveryRegisteredStream) {
   std::atomic<int> done{0};
   auto* top = static_cast<unsigned char*>(arena.address(3 * chunk));
   for (HostStream* s : {&a, &b}) {
-    s->enqueue([&, top] {
+    s->enqueue([&, mine = top + (s == &a ? 0 : 1)] {  // a byte each: the streams run at once
       std::this_thread::sleep_for(20ms);
-      top[0] = 1;
+      *mine = 1;
       ++done;
     });
   }

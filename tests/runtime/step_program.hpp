@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -39,11 +41,17 @@ struct HostMemory {
     return std::make_unique<Backend>(arena::HostBackendOptions{.commit = false});
   }
   static void fill(void* p, std::size_t size, unsigned char value) { std::memset(p, value, size); }
-  // The index of the first byte that differs from `value`, or `size` when all match.
+  // The index of the first byte that differs from `value`, or `size` when all match. Compared a
+  // block at a time by memcmp, which the sanitizers check as one range (a byte loop made this
+  // check 97 % of the ThreadSanitizer run), then byte by byte in the first block that differs.
   static std::size_t first_difference(const void* p, std::size_t size, unsigned char value) {
+    std::array<unsigned char, 4096> same;
+    same.fill(value);
     const auto* bytes = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < size; ++i) {
-      if (bytes[i] != value) return i;
+    for (std::size_t at = 0; at < size; at += same.size()) {
+      if (std::memcmp(bytes + at, same.data(), std::min(same.size(), size - at)) == 0) continue;
+      while (bytes[at] == value) ++at;
+      return at;
     }
     return size;
   }

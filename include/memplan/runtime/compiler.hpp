@@ -16,6 +16,8 @@
 // by the persistent pool, as in a pause. Frees may come from any thread. Pause scopes are
 // compiler-wide. Memory safety across streams follows the stream-ordered model: memory freed on
 // one stream and reused on another needs the caller's event between them, as with cudaFreeAsync.
+// Streams: every stream passed to allocate() must outlive the compiler or be given to
+// forget_stream() first, since unmapping waits on each of them.
 #pragma once
 
 #include <chrono>
@@ -117,10 +119,17 @@ class Compiler {
 
   // `bytes` > 0, aligned to max(alignment, default_alignment); alignment must be a power of two
   // no larger than chunk_bytes, and at most 4096 where the persistent pool serves it (inside a
-  // pause, outside steps, from another thread than the step's). The stream becomes a user of the
-  // arena (unmapping waits for it). The tag, when given, must match on replay too.
+  // pause, outside steps, from another thread than the step's). The tag, when given, must match
+  // on replay too.
+  // The stream (nullptr: the default stream) becomes a user of the compiler's memory: trim(),
+  // release() and ~Compiler() wait for its queued work before unmapping. So a stream passed here
+  // must outlive the compiler, or be handed to forget_stream() before it is destroyed.
   [[nodiscard]] void* allocate(std::size_t bytes, arena::StreamRef stream = {},
                                std::string_view tag = {}, std::size_t alignment = 0);
+  // Waits for the work queued on `stream`, then stops tracking it: call it before destroying a
+  // stream that was passed to allocate(). Buffers allocated on it stay valid. Returns false (and
+  // does nothing) if the stream was never passed to allocate() or was already forgotten.
+  bool forget_stream(arena::StreamRef stream);
   // nullptr is ignored. A pointer the compiler does not own throws arena::ForeignPointer; one it
   // already freed throws arena::DoubleFree. Neither changes any state.
   void deallocate(void* p, arena::StreamRef stream = {});
