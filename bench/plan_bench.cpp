@@ -1,6 +1,7 @@
-// Planner benchmarks: every shipped trace through plan() with the default budget, and a
-// synthetic 60,000-buffer problem. Counters report the plan beside the lower bound, so the
-// JSON output (--benchmark_format=json) is also the results table of docs/planner.md.
+// Planner benchmarks: every shipped trace through plan() with the default budget, synthetic
+// problems of 60,000 and 1,000,000 buffers, and wide live sets (every buffer alive at once).
+// Counters report the plan beside the lower bound, so the JSON output
+// (--benchmark_format=json) is also the results table of docs/planner.md.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -68,7 +69,28 @@ void plan_synthetic(benchmark::State& state) {
   const Problem problem = synthetic_problem(static_cast<std::size_t>(state.range(0)));
   plan_trace(state, problem);
 }
-BENCHMARK(plan_synthetic)->Arg(60000)->Unit(benchmark::kMillisecond);
+BENCHMARK(plan_synthetic)->Arg(60000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+
+// Every buffer alive at once, sizes as in synthetic_problem: the widest live set there is. The
+// other orders' runs cost O(n²) here, so the portfolio starts with the start order's sweep.
+Problem all_live_problem(std::size_t buffers) {
+  std::mt19937_64 random(20240602);
+  std::uniform_real_distribution<double> log_size(6.0, 26.0);  // 64 B .. 64 MiB
+  Problem problem;
+  problem.buffers.reserve(buffers);
+  for (std::size_t i = 0; i < buffers; ++i) {
+    problem.buffers.push_back(
+        Buffer{.id = std::to_string(i), .lower = 0, .upper = 1,
+               .size = (static_cast<Bytes>(std::exp2(log_size(random))) + 255) / 256 * 256,
+               .alignment = 256});
+  }
+  return problem;
+}
+
+void plan_all_live(benchmark::State& state) {
+  plan_trace(state, all_live_problem(static_cast<std::size_t>(state.range(0))));
+}
+BENCHMARK(plan_all_live)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 void greedy_synthetic(benchmark::State& state) {
   const Problem problem = synthetic_problem(static_cast<std::size_t>(state.range(0)));

@@ -38,6 +38,9 @@ constexpr double kMaxGraphEntries = 1 << 26;
 // Above this many overlap entries (Graph) or n² (Scan) a run costs tens of milliseconds.
 constexpr double kLargeGraphEntries = 1 << 22;
 constexpr double kLargeScanPairs = 1 << 26;
+// ... half a second or more, and (scan only) minutes.
+constexpr double kWideGraphEntries = 1 << 24;
+constexpr double kWideScanPairs = 0x1p29;
 constexpr double kHopelessScanPairs = 0x1p38;
 // The deadline is read every this many placements: a few microseconds of work on small
 // problems, a few milliseconds on the widest ones.
@@ -111,6 +114,12 @@ bool GreedyContext::expensive() const {
   const double n = static_cast<double>(occupying_.size());
   return generic_ == GreedyIndex::Scan ? n * n > kLargeScanPairs
                                        : entries_of(degrees_) > kLargeGraphEntries;
+}
+
+bool GreedyContext::wide() const {
+  const double n = static_cast<double>(occupying_.size());
+  return generic_ == GreedyIndex::Scan ? n * n > kWideScanPairs
+                                       : entries_of(degrees_) > kWideGraphEntries;
 }
 
 bool GreedyContext::hopeless() const {

@@ -38,8 +38,11 @@ class GreedyContext {
   // Whether one run of an order other than start costs more than tens of milliseconds: more
   // than 2^22 overlap entries to sort (graph index), or 2^26 pairs to scan.
   [[nodiscard]] bool expensive() const;
+  // Whether such a run costs about half a second or more: 2^29 pairs to scan, or 2^24 overlap
+  // entries (the graph alone then takes a few hundred milliseconds to build).
+  [[nodiscard]] bool wide() const;
   // Whether such a run could not end within minutes: more than 2^38 pairs to scan (the graph
-  // index is not built that large), about half a million buffers alive together.
+  // index is not built that large), above about 520,000 buffers.
   [[nodiscard]] bool hopeless() const;
 
   // Runs one strategy. Gives up as soon as a buffer's top passes `give_up_above` (an arena only

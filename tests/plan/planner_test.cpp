@@ -93,12 +93,12 @@ TEST(Planner, TheBudgetBoundsTheGreedyPortfolio) {
   EXPECT_GT(later_strategy_wins, 0);
 }
 
-// 10,000 buffers alive at once: every other order's run would walk all placed buffers per
+// 40,000 buffers alive at once: every other order's run would walk all placed buffers per
 // placement, so the portfolio starts with the start order's sweep, which stacks them.
 Problem all_live(Bytes alignment) {
   std::mt19937 random(37);
   Problem problem;
-  for (int i = 0; i < 10000; ++i) {
+  for (int i = 0; i < 40000; ++i) {
     problem.buffers.push_back(buf(0, 1, 1 + static_cast<Bytes>(random() % 4096), alignment));
   }
   return problem;

@@ -63,8 +63,8 @@ struct GreedyPlan {
 // Every order × fit; the smallest arena wins (earlier strategies win ties). Stops as soon as a
 // plan's arena is no larger than `good_enough` (pass the lower bound), or at `deadline`, with
 // the best plan so far. The first strategy always runs to the end, whatever the deadline: the
-// size order with best fit, or on problems where a run of the other orders is expensive (wide
-// live sets, many overlaps) the start order's sweep with first fit.
+// size order with best fit, or on problems where a run of the other orders costs about half a
+// second or more (wide live sets, many overlaps) the start order's sweep with first fit.
 [[nodiscard]] GreedyPlan greedy_portfolio(
     const Problem& problem, Bytes good_enough,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
