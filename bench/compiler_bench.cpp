@@ -34,6 +34,17 @@ CompilerOptions bench_options() {
   return o;
 }
 
+// One step of `pairs` allocate/free pairs of varied sizes (4 KiB + a multiple of 256 B).
+void run_pair_step(Compiler& compiler, std::size_t pairs) {
+  compiler.begin_step("bench");
+  for (std::size_t i = 0; i < pairs; ++i) {
+    void* p = compiler.allocate(4096 + 256 * (i % 7));
+    benchmark::DoNotOptimize(p);
+    compiler.deallocate(p);
+  }
+  compiler.end_step();
+}
+
 // A step of `pairs` allocate/free pairs of varied sizes, recorded once, then replayed per
 // iteration. items_per_second counts pairs: 1e9 / items_per_second is ns per pair, step
 // begin/end included (amortised over the pairs).
@@ -44,18 +55,9 @@ void BM_ReplayedPair(benchmark::State& state) {
   CompilerOptions options = bench_options();
   options.thread_safe = state.range(1) != 0;
   Compiler compiler(backend, options);
-  const auto run_step = [&] {
-    compiler.begin_step("bench");
-    for (std::size_t i = 0; i < pairs; ++i) {
-      void* p = compiler.allocate(4096 + 256 * (i % 7));
-      benchmark::DoNotOptimize(p);
-      compiler.deallocate(p);
-    }
-    compiler.end_step();
-  };
-  run_step();  // the recording
+  run_pair_step(compiler, pairs);  // the recording
   const auto calls_before = backend.calls();
-  for (auto _ : state) run_step();
+  for (auto _ : state) run_pair_step(compiler, pairs);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(pairs));
   state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
@@ -65,7 +67,7 @@ BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs"
 
 // Check mode (CompilerOptions::check) per allocate+free pair of a step, after the recording:
 // range(0) = 0: poison alone (two fills per pair on the planned memory); 1: poison, no reuse and
-// guard gaps (a chunk mapped and released per pair). 4 KiB buffers, default stream.
+// guard gaps (a chunk mapped and released per pair). The sizes of BM_ReplayedPair, default stream.
 CompilerOptions check_options(std::int64_t mode) {
   CompilerOptions o = bench_options();
   o.check = {.poison = true, .no_reuse = mode != 0, .guard_gaps = mode != 0};
@@ -74,18 +76,9 @@ CompilerOptions check_options(std::int64_t mode) {
 void run_check_pairs(benchmark::State& state, memplan::arena::PhysicalBackend& backend) {
   constexpr std::size_t kPairs = 64;
   Compiler compiler(backend, check_options(state.range(0)));
-  const auto run_step = [&] {
-    compiler.begin_step("bench");
-    for (std::size_t i = 0; i < kPairs; ++i) {
-      void* p = compiler.allocate(4096);
-      benchmark::DoNotOptimize(p);
-      compiler.deallocate(p);
-    }
-    compiler.end_step();
-  };
-  run_step();
+  run_pair_step(compiler, kPairs);
   const auto calls_before = backend.calls();
-  for (auto _ : state) run_step();
+  for (auto _ : state) run_pair_step(compiler, kPairs);
   compiler.trim();
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kPairs);
   const auto calls = backend.calls() - calls_before;
@@ -235,18 +228,9 @@ void BM_ReplayedPairVmm(benchmark::State& state) {
   memplan::arena::CudaVmmBackend backend;
   Compiler compiler(backend, bench_options());
   constexpr std::size_t kPairs = 1024;
-  const auto run_step = [&] {
-    compiler.begin_step("bench");
-    for (std::size_t i = 0; i < kPairs; ++i) {
-      void* p = compiler.allocate(4096 + 256 * (i % 7));
-      benchmark::DoNotOptimize(p);
-      compiler.deallocate(p);
-    }
-    compiler.end_step();
-  };
-  run_step();
+  run_pair_step(compiler, kPairs);
   const auto calls_before = backend.calls();
-  for (auto _ : state) run_step();
+  for (auto _ : state) run_pair_step(compiler, kPairs);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kPairs);
   state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
 }
