@@ -16,6 +16,7 @@
 // by the persistent pool, as in a pause. Frees may come from any thread. Pause scopes are
 // compiler-wide. Memory safety across streams follows the stream-ordered model: memory freed on
 // one stream and reused on another needs the caller's event between them, as with cudaFreeAsync.
+// CompilerOptions::check (check.hpp, docs/check-mode.md) makes a missing event show.
 #pragma once
 
 #include <chrono>
