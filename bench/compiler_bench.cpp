@@ -2,6 +2,7 @@
 //  - Replayed allocate+free pairs (host backend, no device needed): the replay fast path.
 //  - Peak bytes of whole steps on the GPU: memplan's mapped arena and plan against the high-water
 //    marks of a cudaMallocAsync pool serving the same allocation sequence (skips without a GPU).
+//  - Check mode's price per allocate+free pair: poison alone, and all checks (fresh pages).
 //
 //   compiler_bench --benchmark_format=json --benchmark_out=compiler_bench.json
 #include <benchmark/benchmark.h>
@@ -33,6 +34,17 @@ CompilerOptions bench_options() {
   return o;
 }
 
+// One step of `pairs` allocate/free pairs of varied sizes (4 KiB + a multiple of 256 B).
+void run_pair_step(Compiler& compiler, std::size_t pairs) {
+  compiler.begin_step("bench");
+  for (std::size_t i = 0; i < pairs; ++i) {
+    void* p = compiler.allocate(4096 + 256 * (i % 7));
+    benchmark::DoNotOptimize(p);
+    compiler.deallocate(p);
+  }
+  compiler.end_step();
+}
+
 // A step of `pairs` allocate/free pairs of varied sizes, recorded once, then replayed per
 // iteration. items_per_second counts pairs: 1e9 / items_per_second is ns per pair, step
 // begin/end included (amortised over the pairs).
@@ -43,24 +55,41 @@ void BM_ReplayedPair(benchmark::State& state) {
   CompilerOptions options = bench_options();
   options.thread_safe = state.range(1) != 0;
   Compiler compiler(backend, options);
-  const auto run_step = [&] {
-    compiler.begin_step("bench");
-    for (std::size_t i = 0; i < pairs; ++i) {
-      void* p = compiler.allocate(4096 + 256 * (i % 7));
-      benchmark::DoNotOptimize(p);
-      compiler.deallocate(p);
-    }
-    compiler.end_step();
-  };
-  run_step();  // the recording
+  run_pair_step(compiler, pairs);  // the recording
   const auto calls_before = backend.calls();
-  for (auto _ : state) run_step();
+  for (auto _ : state) run_pair_step(compiler, pairs);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(pairs));
   state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
   state.counters["breaks"] = static_cast<double>(compiler.stats().graph_breaks);
 }
 BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs", "locked"});
+
+// Check mode (CompilerOptions::check) per allocate+free pair of a step, after the recording:
+// range(0) = 0: poison alone (two fills per pair on the planned memory); 1: poison, no reuse and
+// guard gaps (a chunk mapped and released per pair). The sizes of BM_ReplayedPair, default stream.
+CompilerOptions check_options(std::int64_t mode) {
+  CompilerOptions o = bench_options();
+  o.check = {.poison = true, .no_reuse = mode != 0, .guard_gaps = mode != 0};
+  return o;
+}
+void run_check_pairs(benchmark::State& state, memplan::arena::PhysicalBackend& backend) {
+  constexpr std::size_t kPairs = 64;
+  Compiler compiler(backend, check_options(state.range(0)));
+  run_pair_step(compiler, kPairs);
+  const auto calls_before = backend.calls();
+  for (auto _ : state) run_pair_step(compiler, kPairs);
+  compiler.trim();
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kPairs);
+  const auto calls = backend.calls() - calls_before;
+  state.counters["memory_calls_per_pair"] = static_cast<double>(calls.memory_calls()) /
+                                            static_cast<double>(state.iterations() * kPairs);
+}
+void BM_CheckModePair(benchmark::State& state) {
+  memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
+  run_check_pairs(state, backend);
+}
+BENCHMARK(BM_CheckModePair)->Arg(0)->Arg(1)->ArgName("fresh_pages");
 
 // Nested lifetimes as in a transformer step: several buffers live at once, freed out of
 // allocation order. Time per allocate+free pair.
@@ -199,22 +228,23 @@ void BM_ReplayedPairVmm(benchmark::State& state) {
   memplan::arena::CudaVmmBackend backend;
   Compiler compiler(backend, bench_options());
   constexpr std::size_t kPairs = 1024;
-  const auto run_step = [&] {
-    compiler.begin_step("bench");
-    for (std::size_t i = 0; i < kPairs; ++i) {
-      void* p = compiler.allocate(4096 + 256 * (i % 7));
-      benchmark::DoNotOptimize(p);
-      compiler.deallocate(p);
-    }
-    compiler.end_step();
-  };
-  run_step();
+  run_pair_step(compiler, kPairs);
   const auto calls_before = backend.calls();
-  for (auto _ : state) run_step();
+  for (auto _ : state) run_pair_step(compiler, kPairs);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kPairs);
   state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
 }
 BENCHMARK(BM_ReplayedPairVmm);
+
+void BM_CheckModePairVmm(benchmark::State& state) {
+  if (!have_gpu()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  memplan::arena::CudaVmmBackend backend;
+  run_check_pairs(state, backend);
+}
+BENCHMARK(BM_CheckModePairVmm)->Arg(0)->Arg(1)->ArgName("fresh_pages");
 
 #endif
 

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <mutex>
 #include <thread>
 
 #include "compiler_impl.hpp"
 #include "memplan/arena/pointer_errors.hpp"
+#include "planned_allocate.hpp"
 
 namespace memplan {
 namespace {
@@ -44,6 +46,7 @@ Compiler::Check::Check(arena::PhysicalBackend& backend, const CompilerOptions& o
 void* Compiler::Check::allocate(Compiler& compiler, std::size_t bytes, arena::StreamRef stream,
                                 std::string_view tag, std::size_t alignment) {
   Impl& impl = *compiler.impl_;
+  const std::lock_guard guard(impl.lock);
   void* p = nullptr;
   if (heap_) {
     if (alignment != 0 && !std::has_single_bit(alignment)) {
@@ -61,6 +64,7 @@ void* Compiler::Check::allocate(Compiler& compiler, std::size_t bytes, arena::St
 void Compiler::Check::deallocate(Compiler& compiler, void* p, arena::StreamRef stream) {
   if (p == nullptr) return;
   Impl& impl = *compiler.impl_;
+  const std::lock_guard guard(impl.lock);
   try {
     if (heap_) {
       heap_->deallocate(p, stream);

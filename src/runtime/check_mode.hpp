@@ -23,7 +23,8 @@ namespace memplan {
 struct Compiler::Check {
   Check(arena::PhysicalBackend& backend, const CompilerOptions& options);
 
-  // Compiler::allocate / deallocate while check mode is on; the compiler's lock is held.
+  // Compiler::allocate / deallocate while check mode is on; they take the compiler's lock (the
+  // public calls test for check mode before locking, so that the planned path stays as it was).
   void* allocate(Compiler& compiler, std::size_t bytes, arena::StreamRef stream, std::string_view tag,
                  std::size_t alignment);
   void deallocate(Compiler& compiler, void* p, arena::StreamRef stream);

@@ -11,6 +11,7 @@
 #include "check_mode.hpp"
 #include "compiler_impl.hpp"
 #include "memplan/log.hpp"
+#include "planned_allocate.hpp"
 
 namespace memplan {
 namespace {
@@ -90,21 +91,9 @@ Compiler::~Compiler() {
 
 void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
                          std::size_t alignment) {
-  const std::lock_guard guard(impl_->lock);
   if (check_ != nullptr) [[unlikely]] return check_->allocate(*this, bytes, stream, tag, alignment);
+  const std::lock_guard guard(impl_->lock);
   return allocate_planned(bytes, stream, tag, alignment);
-}
-
-// The lock is held.
-void* Compiler::allocate_planned(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
-                                 std::size_t alignment) {
-  if (stream == impl_->last_stream) [[likely]] {
-    if (void* p = impl_->try_replay_allocate(bytes, tag, alignment)) [[likely]] return p;
-  } else {
-    use_stream(stream);
-  }
-  impl_->last_stream = stream;
-  return impl_->allocate(bytes, tag, alignment);
 }
 
 // The lock is held. The stream becomes a user of the arena and the pool: unmapping waits for it.
@@ -132,8 +121,8 @@ bool Compiler::forget_stream(arena::StreamRef stream) {
 }
 
 void Compiler::deallocate(void* p, arena::StreamRef stream) {
-  const std::lock_guard guard(impl_->lock);
   if (check_ != nullptr) [[unlikely]] return check_->deallocate(*this, p, stream);
+  const std::lock_guard guard(impl_->lock);
   if (impl_->try_replay_free(p)) [[likely]] return;
   impl_->deallocate(p);
 }

@@ -18,6 +18,7 @@
 // one stream and reused on another needs the caller's event between them, as with cudaFreeAsync.
 // Streams: every stream passed to allocate() must outlive the compiler or be given to
 // forget_stream() first, since unmapping waits on each of them.
+// CompilerOptions::check (check.hpp, docs/check-mode.md) makes a missing event show.
 #pragma once
 
 #include <chrono>
