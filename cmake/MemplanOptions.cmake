@@ -27,6 +27,18 @@ if(MEMPLAN_FUZZ)
   # Coverage feedback for the fuzzer in every target; the fuzz targets link libFuzzer's main.
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
 endif()
+if(MEMPLAN_TSAN)
+  # ThreadSanitizer cannot share a build with ASan, and does not see into CUDA kernels.
+  if(MEMPLAN_SANITIZE)
+    message(FATAL_ERROR "MEMPLAN_TSAN and MEMPLAN_SANITIZE cannot be combined: build them apart")
+  endif()
+  if(NOT MEMPLAN_CUDA STREQUAL "OFF")
+    message(FATAL_ERROR "MEMPLAN_TSAN builds the CPU parts only: configure with -DMEMPLAN_CUDA=OFF")
+  endif()
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=thread)
+endif()
 
 # memplan_defaults(target): warnings as the project wants them on its own code.
 function(memplan_defaults target)

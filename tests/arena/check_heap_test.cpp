@@ -160,7 +160,9 @@ TEST(CheckHeap, DestructionWaitsForQueuedWorkOnLiveAndFreedPages) {
       live[0] = freed[0];
       ++done;
     });
-    heap.deallocate(freed, StreamRef{});
+    // Freed on the task's stream: the poison is queued behind the read (a free on the null stream
+    // would poison at once, racing the task; TSan saw that).
+    heap.deallocate(freed, stream.ref());
   }
   EXPECT_EQ(done.load(), 1);  // an early unmap would have faulted the task instead
   const CallCounts c = backend.calls();
