@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -127,6 +128,7 @@ struct Compiler::Impl {
   [[nodiscard]] std::vector<graph::Obstacle> obstacles_for_branch(NodeId last) const;
   void reserve_learned_sites();
   void free_outside_step(void* p);
+  [[nodiscard]] std::optional<std::pair<Bytes, Bytes>> live_range_containing(Bytes offset) const;
   [[nodiscard]] Bytes arena_bytes_needed() const;
 
   // report.cpp
@@ -161,6 +163,7 @@ struct Compiler::Impl {
   std::uint64_t event_index = 0;
   std::size_t live_in_step = 0;  // buffers of the running step not yet freed: rogues if any at end
   std::vector<std::string> scopes;
+  std::size_t scopes_at_step_start = 0;  // scopes opened before the running step: kept at its end
   int pause_depth = 0;
   int pauses_in_step = 0;  // pauses opened in the running step and still open
 

@@ -99,6 +99,12 @@ void Compiler::Impl::free_outside_step(void* p) {
     return;
   }
   if (arena.contains(p)) {
+    if (const auto live = live_range_containing(offset_of(p))) {
+      throw arena::ForeignPointer(fmt::format(
+          "deallocate {}: not the start of an allocation: it lies {} B into the live {} B buffer "
+          "at arena offset {}",
+          p, offset_of(p) - live->first, live->second, live->first));
+    }
     throw arena::DoubleFree(fmt::format(
         "deallocate {}: no live allocation starts there in the arena at {} (freed already, or "
         "not the start of an allocation)",
@@ -107,6 +113,31 @@ void Compiler::Impl::free_outside_step(void* p) {
   throw arena::ForeignPointer(fmt::format(
       "deallocate {}: not owned by this compiler (arena {} + {} B, pool {} + {} B)", p,
       arena.base(), arena.reserved_bytes(), pool.arena().base(), pool.arena().reserved_bytes()));
+}
+
+// Error path of a free: the [offset, size) of the live arena buffer (a rogue, or a buffer of the
+// running step) that contains `offset`, if any. A walk over everything live: never on a hot path.
+std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Bytes offset) const {
+  const auto inside = [offset](Bytes start, Bytes size) {
+    return start <= offset && offset - start < size;
+  };
+  for (const auto& [p, r] : rogues) {
+    if (inside(r.offset, r.size)) return std::pair{r.offset, r.size};
+  }
+  if (current == nullptr) return std::nullopt;
+  for (const auto& [p, instance] : recorded) {
+    if (inside(instance.offset, instance.size)) return std::pair{instance.offset, instance.size};
+  }
+  if (mode != StepMode::Replay) return std::nullopt;
+  const graph::AllocationGraph& g = current->graph;
+  for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
+    const graph::Node& node = g.node(n);
+    if (node.kind == graph::EventKind::Alloc && !node.persistent && current->live[n] != nullptr &&
+        inside(node.offset, node.key.size)) {
+      return std::pair{node.offset, node.key.size};
+    }
+  }
+  return std::nullopt;
 }
 
 // Rogues are obstacles for the whole of the branch's next steps, where they are live from the

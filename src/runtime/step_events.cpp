@@ -32,6 +32,7 @@ void Compiler::Impl::begin_step(std::string_view name) {
   cursor = graph::AllocationGraph::root();
   event_index = 0;
   pauses_in_step = 0;
+  scopes_at_step_start = scopes.size();
   ++g.steps;
   if (g.graph.branch_count() == 0) {
     mode = StepMode::Record;  // the first run of a step records; that is not a break
@@ -328,7 +329,8 @@ void Compiler::Impl::finish_step() noexcept {
   if (!step_pool_live.empty()) step_pool_live.clear();
   first_recorded = graph::kNoNode;
   live_in_step = 0;
-  scopes.clear();
+  // Scopes opened in the step close with it; those opened before it (a model-wide scope) stay.
+  if (scopes.size() > scopes_at_step_start) scopes.resize(scopes_at_step_start);
   pause_depth -= pauses_in_step;
   pauses_in_step = 0;
   ++step_serial;

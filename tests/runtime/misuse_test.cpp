@@ -38,6 +38,46 @@ TEST(Misuse, ForeignPointersAreNamed) {
   EXPECT_EQ(h.compiler().stats().steps_recorded, 2u);  // the empty step, then kProgram
 }
 
+// A pointer inside a live buffer is not a double free: it is not the start of an allocation.
+TEST(Misuse, InteriorPointersAreForeignNotDoubleFrees) {
+  Harness h;
+  void* rogue = nullptr;
+  for (int s = 0; s < 3; ++s) {  // record, then replay: both paths name it the same way
+    auto step = h.compiler().step("denoise");
+    auto* p = static_cast<std::byte*>(h.compiler().allocate(4096));
+    EXPECT_THROW(h.compiler().deallocate(p + 256), arena::ForeignPointer) << "step " << s;
+    h.compiler().deallocate(p);
+    EXPECT_THROW(h.compiler().deallocate(p), arena::DoubleFree) << "step " << s;
+  }
+  {
+    auto step = h.compiler().step("other");
+    rogue = h.compiler().allocate(8192);  // live at the end: a rogue in the planned arena
+  }
+  EXPECT_THROW(h.compiler().deallocate(static_cast<std::byte*>(rogue) + 4096),
+               arena::ForeignPointer);
+  h.compiler().deallocate(rogue);
+  EXPECT_EQ(h.compiler().stats().live_rogues, 0u);
+  EXPECT_EQ(h.compiler().stats().steps_replayed, 2u);
+}
+
+// A scope opened before a step outlives it; scopes opened inside the step close with it.
+TEST(Misuse, AScopeOpenedOutsideAStepSurvivesTheStep) {
+  Harness h;
+  h.compiler().begin_scope("model");
+  h.run_step(kProgram);
+  {
+    auto step = h.compiler().step("denoise");
+    h.compiler().begin_scope("block");  // left open: closed with the step
+    void* p = h.compiler().allocate(12345);  // not on record: a break, logged with its scope
+    h.compiler().deallocate(p);
+  }
+  const std::vector<BreakRecord> breaks = h.compiler().breaks();
+  ASSERT_FALSE(breaks.empty());
+  EXPECT_EQ(breaks.front().scope, "denoise/model/block");
+  EXPECT_NO_THROW(h.compiler().end_scope());  // "model" is still open
+  EXPECT_THROW(h.compiler().end_scope(), InvalidState);
+}
+
 TEST(Misuse, ZeroAbsurdAndMisalignedRequestsAreInvalidArguments) {
   Harness h;
   auto step = h.compiler().step("denoise");
