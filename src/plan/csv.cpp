@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "memplan/error.hpp"
+#include "memplan/plan/validator.hpp"
 
 namespace memplan::plan {
 namespace {
@@ -116,6 +117,7 @@ class Reader {
       fail(std::max<std::size_t>(line_no_, 1), 1,
            "no header line (expected id,lower,upper,size)");
     }
+    check_whole_problem(read);
     return read;
   }
 
@@ -309,6 +311,32 @@ class Reader {
       fail(read.lines[again], id_columns_[again],
            fmt::format("id {} repeated (first on line {})", shown(buffers[again].id),
                        read.lines[original]));
+    }
+  }
+
+  // What no single row shows: fixed offsets that collide (reported at the later row, naming the
+  // earlier) and more bytes alive at once than the largest arena. After this, check_problem
+  // accepts the problem, so every planner error is about planning, not about the file.
+  void check_whole_problem(const CsvProblem& read) const {
+    const std::vector<Buffer>& buffers = read.problem.buffers;
+    if (options_.offsets_are_fixed) {
+      for (const Violation& v : find_fixed_offset_conflicts(read.problem, 1)) {
+        const std::size_t first = std::min(v.buffer, v.other);
+        const std::size_t second = std::max(v.buffer, v.other);
+        const auto row = [&](std::size_t i) {
+          const Buffer& b = buffers[i];
+          return fmt::format("buffer {} (offset {}, size {}, lifetime [{}, {}))", shown(b.id),
+                             b.fixed_offset.value_or(0), b.size, b.lower, b.upper);
+        };
+        fail(read.lines[second], 1,
+             fmt::format("{} overlaps {} on line {}: no plan can keep both fixed offsets",
+                         row(second), row(first), read.lines[first]));
+      }
+    }
+    try {
+      check_problem(read.problem);
+    } catch (const InvalidArgument& e) {
+      throw ParseError(fmt::format("{}: {}", source_, e.what()));
     }
   }
 

@@ -1,5 +1,6 @@
 // The CSV reader takes the MiniMalloc format with its aliases, round-trips through the writer,
 // and reports every malformed input with source, line and column.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -138,6 +139,26 @@ TEST(Csv, RepeatedIdsAreRejectedWithBothLines) {
             "test.csv:5:1: id 'a' repeated (first on line 2)");
   EXPECT_EQ(error_of("id,lower,upper,size\nb,0,1,2\na,0,1,2\n a,0,1,2\nb,0,1,2\nb,0,1,2\n"),
             "test.csv:4:2: id 'a' repeated (first on line 3)");
+}
+
+// Found by fuzz_csv (CI, 2026-12-01): fixed offsets that collide passed the reader, which
+// promises a problem check_problem accepts. Both rows are named; the later one is the position.
+TEST(Csv, CollidingFixedOffsetsAreRejectedWithBothLines) {
+  const std::string text = "id,lower,upper,size,offset\n0,0,7,602112,0\n1,0,1,4,602112\n"
+                           "# comment\n4,4,5,1605632,0\n";
+  EXPECT_EQ(error_of(text, {.offsets_are_fixed = true}),
+            "test.csv:5:1: buffer '4' (offset 0, size 1605632, lifetime [4, 5)) overlaps "
+            "buffer '0' (offset 0, size 602112, lifetime [0, 7)) on line 2: no plan can keep "
+            "both fixed offsets");
+  // Read as hints, the same offsets are fine: the planner may move them.
+  EXPECT_EQ(parse(text).buffers.size(), 3u);
+}
+
+TEST(Csv, MoreBytesAliveThanTheLargestArenaIsAnError) {
+  std::string text = "id,lower,upper,size\n";
+  for (int i = 0; i < 1100; ++i) text += fmt::format("b{},0,1,{}\n", i, kMaxBufferBytes);
+  const std::string what = error_of(text);
+  EXPECT_TRUE(what.starts_with("test.csv: more bytes are alive at instant 0")) << what;
 }
 
 // Found by fuzz_csv: an id column after the first let an id start with '#', and write_csv

@@ -112,36 +112,6 @@ void print_row(const std::filesystem::path& file, std::size_t buffers, const pla
              fmt::format("{:.2f}", static_cast<double>(s.elapsed.count()) / 1e3));
 }
 
-std::string describe_row(const std::filesystem::path& file, const plan::CsvProblem& read,
-                         std::size_t i) {
-  const plan::Buffer& b = read.problem.buffers[i];
-  return fmt::format("{}:{}: buffer '{}' (offset {}, size {}, lifetime [{}, {}))", file.string(),
-                     read.lines[i], b.id, b.fixed_offset.value_or(0), b.size, b.lower, b.upper);
-}
-
-// Fixed offsets that collide make the problem infeasible: name both rows by file and line, which
-// the planner (knowing buffers only by index) cannot.
-void check_fixed_offsets(const std::filesystem::path& file, const plan::CsvProblem& read) {
-  plan::Problem fixed;
-  std::vector<plan::Bytes> offsets;
-  std::vector<std::size_t> row_of;  // index in `fixed` -> index in `read`
-  for (std::size_t i = 0; i < read.problem.buffers.size(); ++i) {
-    const plan::Buffer& b = read.problem.buffers[i];
-    if (!b.fixed_offset) continue;
-    fixed.buffers.push_back(b);
-    offsets.push_back(*b.fixed_offset);
-    row_of.push_back(i);
-  }
-  for (const plan::Violation& v : plan::find_violations(fixed, offsets, 1)) {
-    if (v.kind != plan::Violation::Kind::Overlap) continue;
-    const std::size_t first = std::min(row_of[v.buffer], row_of[v.other]);
-    const std::size_t second = std::max(row_of[v.buffer], row_of[v.other]);
-    throw InvalidArgument(fmt::format("{} overlaps {}: no plan can keep both fixed offsets",
-                                      describe_row(file, read, second),
-                                      describe_row(file, read, first)));
-  }
-}
-
 struct Printer {
   bool json;
   bool header_printed = false;
@@ -159,7 +129,6 @@ struct Printer {
 
 void plan_file(const std::filesystem::path& file, const PlanArgs& parsed, Printer& printer) {
   const plan::CsvProblem read = plan::read_csv_file_with_lines(file, parsed.csv);
-  if (parsed.csv.offsets_are_fixed) check_fixed_offsets(file, read);
   plan::Solution solution;
   try {
     solution = plan::plan(read.problem, parsed.options);

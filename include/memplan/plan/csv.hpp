@@ -26,7 +26,9 @@ struct CsvReadOptions {
 
 // Throws memplan::ParseError naming the source, line and column of the first problem: a value
 // that is not a decimal 64-bit integer, a value check_problem rejects (at its cell), a field
-// missing or extra, a repeated id, a NUL byte, a line over the limit, a read error.
+// missing or extra, a repeated id, a NUL byte, a line over the limit, a read error; with fixed
+// offsets, two rows whose offsets collide while both are alive; more bytes alive at once than
+// kMaxArenaBytes. A problem it returns passes check_problem.
 [[nodiscard]] Problem read_csv(std::istream& in, std::string_view source_name,
                                const CsvReadOptions& options = {});
 [[nodiscard]] Problem read_csv_file(const std::filesystem::path& path,
