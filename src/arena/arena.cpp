@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace memplan::arena {
 
 using detail::pretty_bytes;
@@ -30,7 +32,7 @@ Arena::Arena(PhysicalBackend& backend, std::size_t reserve_bytes, ArenaOptions o
 Arena::~Arena() {
   if (base_ == nullptr) return;
   try {
-    if (!chunks_.empty()) unmap_from(0);
+    release();
   } catch (const std::exception& e) {
     logger().error("arena '{}': unmapping at destruction: {}", options_.name, e.what());
   }
@@ -57,83 +59,140 @@ void Arena::reserve(std::size_t bytes) {
                                   pretty_bytes(rounded), e.what()));
   }
   reserved_ = rounded;
-  chunks_.reserve(reserved_ / chunk_ < 4096 ? reserved_ / chunk_ : 4096);
   logger().debug("arena '{}': reserved {} at {} ({} backend, chunks of {})", options_.name,
                  pretty_bytes(reserved_), base_, backend_.name(), pretty_bytes(chunk_));
 }
 
-void Arena::grow(std::size_t bytes) {
+void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
   if (base_ == nullptr)
-    throw InvalidState(fmt::format("arena '{}': ensure_mapped({}) before reserve()", options_.name, bytes));
-  if (bytes > kMaxReserveBytes)
-    throw InvalidArgument(fmt::format("arena '{}': absurd size {} to map", options_.name, pretty_bytes(bytes)));
-  if (bytes > reserved_) throw_oom(bytes, "the request exceeds the reserved address range");
+    throw InvalidState(fmt::format("arena '{}': mapping before reserve()", options_.name));
+  std::vector<std::size_t> wanted;  // slots of `ranges` not mapped yet, in address order
+  std::size_t top = 0;              // the end of the furthest range, for messages
+  for (const ByteRange& r : ranges) {
+    if (r.bytes > kMaxReserveBytes || r.offset > kMaxReserveBytes)
+      throw InvalidArgument(fmt::format("arena '{}': absurd range of {} at offset {} to map",
+                                        options_.name, pretty_bytes(r.bytes), r.offset));
+    top = std::max(top, r.offset + r.bytes);
+    if (r.offset + r.bytes > reserved_) throw_oom(r.offset + r.bytes, "the request exceeds the reserved address range");
+    if (r.bytes == 0) continue;
+    for (std::size_t i = r.offset / chunk_; i < round_up(r.offset + r.bytes, chunk_) / chunk_; ++i) {
+      if (!slots_.contains(i)) wanted.push_back(i);
+    }
+  }
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  if (wanted.empty()) {
+    if (ranges.size() == 1) covered_ = ranges.front();
+    return;
+  }
 
-  const std::size_t first = chunks_.size();
-  const std::size_t target = round_up(bytes, chunk_) / chunk_;
+  // Donors: mapped slots that no range touches (remap unmaps them right after).
+  std::vector<ChunkHandle> donors;
+  if (reuse_others) {
+    for (const auto& [slot, chunk] : slots_) {
+      const std::size_t start = slot * chunk_;
+      const bool kept = std::any_of(ranges.begin(), ranges.end(), [&](const ByteRange& r) {
+        return r.bytes > 0 && start < r.offset + r.bytes && r.offset < start + chunk_;
+      });
+      if (!kept) donors.push_back(chunk);
+    }
+    std::reverse(donors.begin(), donors.end());  // taken from the back: lowest slots first
+  }
+
+  std::vector<std::size_t> mapped_now;
   try {
-    chunks_.reserve(target);
-    for (std::size_t i = first; i < target; ++i) {
-      const ChunkHandle chunk = backend_.create_chunk(chunk_);
+    for (const std::size_t slot : wanted) {
+      const bool reused = !donors.empty();
+      const ChunkHandle chunk = reused ? donors.back() : backend_.create_chunk(chunk_);
       try {
-        backend_.map(address(i * chunk_), chunk_, chunk);
+        backend_.map(address(slot * chunk_), chunk_, chunk);
       } catch (...) {
-        backend_.release_chunk(chunk);
+        if (!reused) backend_.release_chunk(chunk);
         throw;
       }
-      chunks_.push_back(chunk);
+      if (reused) donors.pop_back();
+      slots_.emplace(slot, chunk);
+      ++mappings_[chunk];
+      mapped_now.push_back(slot);
     }
-    // One call for the whole new range: per-chunk cuMemSetAccess costs ~28 us each on an H200.
-    backend_.set_access(address(first * chunk_), (target - first) * chunk_);
+    // One call per run of new slots: per-chunk cuMemSetAccess costs ~28 us each on an H200.
+    for (std::size_t k = 0; k < mapped_now.size();) {
+      std::size_t end = k + 1;
+      while (end < mapped_now.size() && mapped_now[end] == mapped_now[end - 1] + 1) ++end;
+      backend_.set_access(address(mapped_now[k] * chunk_), (end - k) * chunk_);
+      k = end;
+    }
   } catch (const OutOfMemory& e) {
-    rollback_to(first);
-    throw_oom(bytes, e.what());
+    rollback(mapped_now);
+    throw_oom(top, e.what());
   } catch (...) {
-    rollback_to(first);
+    rollback(mapped_now);
     throw;
   }
-  mapped_ = target * chunk_;
-  logger().debug("arena '{}': mapped {} chunks more, {} now", options_.name, target - first,
+  mapped_ = slots_.size() * chunk_;
+  if (ranges.size() == 1) covered_ = ranges.front();
+  logger().debug("arena '{}': mapped {} chunks more, {} now", options_.name, mapped_now.size(),
                  pretty_bytes(mapped_));
 }
 
-void Arena::trim(std::size_t keep_bytes) {
-  const std::size_t keep = round_up(keep_bytes < mapped_ ? keep_bytes : mapped_, chunk_) / chunk_;
-  if (keep >= chunks_.size()) return;
-  unmap_from(keep);
-  logger().debug("arena '{}': trimmed to {}", options_.name, pretty_bytes(mapped_));
+void Arena::keep_only(std::span<const ByteRange> keep) {
+  std::vector<std::size_t> gone;
+  for (const auto& [slot, chunk] : slots_) {
+    const std::size_t start = slot * chunk_;
+    const bool kept = std::any_of(keep.begin(), keep.end(), [&](const ByteRange& r) {
+      return r.bytes > 0 && start < r.offset + r.bytes && r.offset < start + chunk_;
+    });
+    if (!kept) gone.push_back(slot);
+  }
+  if (gone.empty()) return;
+  users_.wait_all();
+  unmap_slots(gone);
+  logger().debug("arena '{}': unmapped {} chunks, {} now", options_.name, gone.size(),
+                 pretty_bytes(mapped_));
 }
 
-// Waits for the users, unmaps chunks [first, end) in one call and releases their handles.
-void Arena::unmap_from(std::size_t first) {
-  users_.wait_all();
-  backend_.unmap(address(first * chunk_), (chunks_.size() - first) * chunk_);
-  // From here the range is unmapped whatever happens: forget the chunks even if a release fails.
-  const std::vector<ChunkHandle> gone(chunks_.begin() + static_cast<std::ptrdiff_t>(first), chunks_.end());
-  chunks_.resize(first);
-  mapped_ = first * chunk_;
+// Unmaps `slots` (ascending), one call per run of adjacent slots, and releases each chunk that no
+// other slot maps. From the unmap on, a slot is forgotten whatever happens; failures are reported
+// together at the end.
+void Arena::unmap_slots(const std::vector<std::size_t>& slots) {
+  covered_ = {};
   std::string failures;
-  for (const ChunkHandle chunk : gone) {
+  const auto note = [&](const std::exception& e) {
+    failures += failures.empty() ? e.what() : std::string("; ") + e.what();
+  };
+  for (std::size_t k = 0; k < slots.size();) {
+    std::size_t end = k + 1;
+    while (end < slots.size() && slots[end] == slots[end - 1] + 1) ++end;
     try {
-      backend_.release_chunk(chunk);
+      backend_.unmap(address(slots[k] * chunk_), (end - k) * chunk_);
     } catch (const std::exception& e) {
-      failures += failures.empty() ? e.what() : std::string("; ") + e.what();
+      note(e);
+    }
+    for (; k < end; ++k) {
+      const auto it = slots_.find(slots[k]);
+      const ChunkHandle chunk = it->second;
+      slots_.erase(it);
+      if (--mappings_[chunk] > 0) continue;
+      mappings_.erase(chunk);
+      try {
+        backend_.release_chunk(chunk);
+      } catch (const std::exception& e) {
+        note(e);
+      }
     }
   }
+  mapped_ = slots_.size() * chunk_;
   if (!failures.empty())
-    throw Error(fmt::format("arena '{}': unmapped, but releasing chunks failed: {}", options_.name, failures));
+    throw Error(fmt::format("arena '{}': unmapping failed: {}", options_.name, failures));
 }
 
-// Undoes a failed grow: nothing used these chunks yet, so no fence is needed.
-void Arena::rollback_to(std::size_t chunks) noexcept {
-  if (chunks_.size() <= chunks) return;
+// Undoes a failed map_slots: nothing used these slots yet, so no fence is needed.
+void Arena::rollback(const std::vector<std::size_t>& slots) noexcept {
   try {
-    backend_.unmap(address(chunks * chunk_), (chunks_.size() - chunks) * chunk_);
-    for (std::size_t i = chunks; i < chunks_.size(); ++i) backend_.release_chunk(chunks_[i]);
+    unmap_slots(slots);
   } catch (const std::exception& e) {
     logger().error("arena '{}': rolling back a failed growth: {}", options_.name, e.what());
   }
-  chunks_.resize(chunks);
 }
 
 void Arena::throw_oom(std::size_t requested, const char* why) {

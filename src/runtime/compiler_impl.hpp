@@ -52,7 +52,7 @@ struct Instance {
 
 // An allocation of a finished step that is still live.
 struct Rogue {
-  Bytes offset = 0;              // in the planned arena
+  Bytes offset = 0;              // in the planned arena, from its base (not from the window)
   Bytes size = 0;
   std::uint64_t tag = 0;
   std::uint64_t step = 0;
@@ -67,7 +67,7 @@ struct Compiler::Impl {
   // foreign is live, no option needs checking. nullptr / false: take the full path instead.
   void* try_replay_allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
     if (current == nullptr || mode != StepMode::Replay || pause_depth != 0 || alignment != 0 ||
-        !tag.empty() || !occupied.empty() || std::this_thread::get_id() != step_thread)
+        !tag.empty() || rogues_in_window || std::this_thread::get_id() != step_thread)
         [[unlikely]] {
       return nullptr;
     }
@@ -80,7 +80,7 @@ struct Compiler::Impl {
         n.key.alignment != static_cast<Bytes>(options.default_alignment)) [[unlikely]] {
       return nullptr;
     }
-    void* p = arena.address(static_cast<std::size_t>(n.offset));
+    void* p = planned_address(n.offset);
     current->live[c] = p;
     cursor = c;
     ++event_index;
@@ -123,13 +123,16 @@ struct Compiler::Impl {
   void trim_arena();
 
   // rogues.cpp
-  void harvest_rogues(bool learn_sites);
+  bool harvest_rogues(bool learn_sites);  // true: a rogue was left in the planned arena
   void make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site);
   [[nodiscard]] std::vector<graph::Obstacle> obstacles_for_branch(NodeId last) const;
   void reserve_learned_sites();
+  void place_window() noexcept;
+  void move_window();
+  [[nodiscard]] std::vector<arena::ByteRange> ranges_to_keep() const;
   void free_outside_step(void* p);
   [[nodiscard]] std::optional<std::pair<Bytes, Bytes>> live_range_containing(Bytes offset) const;
-  [[nodiscard]] Bytes arena_bytes_needed() const;
+  [[nodiscard]] Bytes plans_bytes() const;
 
   // report.cpp
   [[nodiscard]] std::string describe_expected() const;
@@ -138,6 +141,11 @@ struct Compiler::Impl {
   [[nodiscard]] Stats snapshot() const;
   [[nodiscard]] std::string report() const;
 
+  // Where planned offset `offset` is: plans are laid out from the window on.
+  [[nodiscard]] void* planned_address(Bytes offset) const noexcept {
+    return arena.address(static_cast<std::size_t>(window + offset));
+  }
+  // A pointer's offset from the arena's base (rogues are kept this way: windows move).
   [[nodiscard]] Bytes offset_of(const void* p) const noexcept {
     return static_cast<Bytes>(static_cast<const std::byte*>(p) -
                               static_cast<const std::byte*>(arena.base()));
@@ -173,9 +181,15 @@ struct Compiler::Impl {
   std::unordered_map<void*, NodeId> step_pool_live;    // live learned-site buffers of the step
   NodeId first_recorded = graph::kNoNode;              // forgotten if the step aborts
 
+  // Where plans lie in the arena: planned offset 0 is at base + window (a whole number of chunks).
+  // A rogue keeps its bytes where they are; at the end of the step that made it, the window moves
+  // to addresses clear of every live rogue (place_window), so plans never work around one.
+  Bytes window = 0;
+  bool rogues_in_window = false;  // the window could not move clear: replay checks each range
+
   // What outlives steps.
   std::unordered_map<void*, Rogue> rogues;
-  graph::OccupiedRanges occupied;                      // the rogues' arena ranges
+  graph::OccupiedRanges occupied;                      // the rogues' arena ranges (from base)
   std::unordered_map<std::uint64_t, std::string> tag_names;
   std::vector<std::size_t> newly_learned_bytes;        // sites learned this step: pool room to map
 

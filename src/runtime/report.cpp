@@ -78,7 +78,8 @@ std::string Compiler::Impl::report() const {
       "{} unexpected end)\n"
       "  branches: {}\n"
       "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites\n"
-      "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned\n"
+      "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned; plans moved clear of them "
+      "{} times\n"
       "  planned peak: {} B (lower bound {} B)\n"
       "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
       "  backend calls: {} memory calls, {} in all\n",
@@ -86,7 +87,7 @@ std::string Compiler::Impl::report() const {
       s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2], s.breaks_by_reason[3],
       s.branches, s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
       s.learned_site_allocations, s.rogues, s.rogue_bytes, s.live_rogues, s.live_rogue_bytes,
-      s.learned_rogue_sites, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
+      s.learned_rogue_sites, s.window_moves, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
       s.reserved_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes,
       s.backend_calls.memory_calls(), s.backend_calls.total());
   for (const auto& [name, g] : graphs) {

@@ -1,6 +1,7 @@
-// What outlives a step. A rogue keeps its bytes where they are; its range joins the occupied set
-// that replay checks and that later plans treat as an obstacle, so it costs its own size. Its site
-// (the graph node, and its tag) is learned: later steps serve that allocation from the pool.
+// What outlives a step. A rogue keeps its bytes where they are, and at the end of its step the
+// plans' window moves to addresses clear of it (on the physical chunks the plans leave), so a rogue
+// costs its own chunks and never a worse plan. Its site (the graph node) is learned: later steps
+// serve that allocation from the persistent pool.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,8 +12,9 @@
 
 namespace memplan {
 
-void Compiler::Impl::harvest_rogues(bool learn_sites) {
-  if (live_in_step == 0) return;  // the common case: everything was freed, nothing to walk
+bool Compiler::Impl::harvest_rogues(bool learn_sites) {
+  if (live_in_step == 0) return false;  // the common case: everything was freed, nothing to walk
+  const std::uint64_t rogues_before = stats.rogues;
   std::vector<void*>& live = current->live;
   if (mode == StepMode::Replay) {
     const graph::AllocationGraph& g = graph();
@@ -37,6 +39,86 @@ void Compiler::Impl::harvest_rogues(bool learn_sites) {
   step_pool_live.clear();
   live_in_step = 0;
   reserve_learned_sites();
+  return stats.rogues > rogues_before;
+}
+
+// Moves the window clear of every live rogue when one lies in it: to the lowest whole chunk from
+// which all plans fit between rogues. remap() lets the new window take the physical chunks the
+// old one leaves, so the move needs new memory only for the rogues' chunks. When no window fits
+// or the memory is not there, replay checks each range against the rogues instead (and breaks
+// where one is held), as plans made around them did before.
+void Compiler::Impl::place_window() noexcept {
+  try {
+    move_window();
+  } catch (const std::exception& e) {
+    // The next begin_step maps the window again and reports a failure there.
+    logger().error("mapping the plans' window failed: {}", e.what());
+  }
+}
+
+void Compiler::Impl::move_window() {
+  const auto chunk = static_cast<Bytes>(arena.chunk_bytes());
+  const Bytes need = plans_bytes();
+  std::vector<std::pair<Bytes, Bytes>> held;  // the rogues' chunks: [start, end), ascending
+  occupied.for_each([&](Bytes offset, Bytes size) {
+    const Bytes start = offset / chunk * chunk;
+    const Bytes end = (offset + size + chunk - 1) / chunk * chunk;
+    if (!held.empty() && held.back().second >= start) {
+      held.back().second = std::max(held.back().second, end);
+    } else {
+      held.emplace_back(start, end);
+    }
+  });
+  const auto clear = [&](Bytes at) {
+    return std::none_of(held.begin(), held.end(), [&](const auto& h) {
+      return need > 0 && h.first < at + need && at < h.second;
+    });
+  };
+  if (clear(window)) {
+    rogues_in_window = false;
+    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(need));
+    return;
+  }
+  std::optional<Bytes> to;
+  if (clear(0)) to = 0;
+  for (std::size_t i = 0; !to && i < held.size(); ++i) {
+    if (clear(held[i].second)) to = held[i].second;
+  }
+  const auto reserved = static_cast<Bytes>(arena.reserved_bytes());
+  if (!to || *to + need > reserved) {
+    rogues_in_window = true;
+    logger().warn("no window of {} B clear of {} live rogue(s) in the arena's {} B; replay "
+                  "checks their ranges instead",
+                  need, stats.live_rogues, reserved);
+    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(need));
+    return;
+  }
+  const Bytes from = window;
+  window = *to;
+  try {
+    arena.remap(ranges_to_keep());
+  } catch (const Error& e) {
+    window = from;
+    rogues_in_window = true;
+    logger().warn("moving the plans clear of the rogues failed ({}); replay checks their ranges "
+                  "instead", e.what());
+    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(need));
+    return;
+  }
+  rogues_in_window = false;
+  ++stats.window_moves;
+  logger().info("plans moved from arena offset {} to {}, clear of {} live rogue(s)", from, window,
+                stats.live_rogues);
+}
+
+// What must stay mapped: the plans' window and the rogues' bytes.
+std::vector<arena::ByteRange> Compiler::Impl::ranges_to_keep() const {
+  std::vector<arena::ByteRange> keep{{static_cast<std::size_t>(window),
+                                      static_cast<std::size_t>(plans_bytes())}};
+  occupied.for_each([&](Bytes offset, Bytes size) {
+    keep.push_back({static_cast<std::size_t>(offset), static_cast<std::size_t>(size)});
+  });
+  return keep;
 }
 
 // The next step serves the newly learned sites from the pool: map their room now, at the end of
@@ -58,13 +140,13 @@ void Compiler::Impl::reserve_learned_sites() {
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
   const bool has_site = node != graph::kNoNode;
   const std::uint64_t tag = has_site ? graph().node(node).key.tag : 0;
-  rogues.emplace(p, Rogue{.offset = offset,
+  rogues.emplace(p, Rogue{.offset = window + offset,
                           .size = size,
                           .tag = tag,
                           .step = step_serial,
                           .since = has_site ? graph().node(node).depth : 0,
                           .step_name = current->name});
-  occupied.add(offset, size);
+  occupied.add(window + offset, size);
   ++stats.rogues;
   stats.rogue_bytes += static_cast<std::uint64_t>(size);
   ++stats.live_rogues;
@@ -75,9 +157,10 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
                       graph().node(node).key.alignment <=
                           static_cast<Bytes>(arena::PersistentPool::kMaxAlignment);
   const auto name = tag_names.find(tag);
-  logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (offset {}){}", size,
+  logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (arena offset {}){}",
+                size,
                 name == tag_names.end() ? std::string() : fmt::format(" tagged '{}'", name->second),
-                step_serial, current->name, offset,
+                step_serial, current->name, window + offset,
                 learns ? "; its site is served from the persistent pool from now on" : "");
   if (learns && !graph().node(node).persistent) {
     graph().node(node).persistent = true;
@@ -116,7 +199,8 @@ void Compiler::Impl::free_outside_step(void* p) {
 }
 
 // Error path of a free: the [offset, size) of the live arena buffer (a rogue, or a buffer of the
-// running step) that contains `offset`, if any. A walk over everything live: never on a hot path.
+// running step) that contains `offset`, if any; offsets from the arena's base. A walk over
+// everything live: never on a hot path.
 std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Bytes offset) const {
   const auto inside = [offset](Bytes start, Bytes size) {
     return start <= offset && offset - start < size;
@@ -126,25 +210,29 @@ std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Byt
   }
   if (current == nullptr) return std::nullopt;
   for (const auto& [p, instance] : recorded) {
-    if (inside(instance.offset, instance.size)) return std::pair{instance.offset, instance.size};
+    if (inside(window + instance.offset, instance.size)) {
+      return std::pair{window + instance.offset, instance.size};
+    }
   }
   if (mode != StepMode::Replay) return std::nullopt;
   const graph::AllocationGraph& g = current->graph;
   for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
     const graph::Node& node = g.node(n);
     if (node.kind == graph::EventKind::Alloc && !node.persistent && current->live[n] != nullptr &&
-        inside(node.offset, node.key.size)) {
-      return std::pair{node.offset, node.key.size};
+        inside(window + node.offset, node.key.size)) {
+      return std::pair{window + node.offset, node.key.size};
     }
   }
   return std::nullopt;
 }
 
-// Rogues are obstacles for the whole of the branch's next steps, where they are live from the
-// start. A rogue of this very step may sit where a buffer of the replayed prefix was earlier in
-// the step (recording reused the range); the prefix's offsets are fixed, so that rogue is an
-// obstacle only from its own allocation on (the next step breaks there if it is still live).
+// Plans ignore the rogues (the window moves clear of them) unless the window could not move:
+// then the rogues in it are obstacles for the whole of the branch's next steps, where they are
+// live from the start. A rogue of this very step may sit where a buffer of the replayed prefix
+// was earlier in the step (recording reused the range); the prefix's offsets are fixed, so that
+// rogue is an obstacle only from its own allocation on.
 std::vector<graph::Obstacle> Compiler::Impl::obstacles_for_branch(NodeId last) const {
+  if (!rogues_in_window) return {};
   const graph::AllocationGraph& g = current->graph;
   std::vector<std::pair<Bytes, Bytes>> fixed;  // [offset, end) of the fixed prefix buffers
   for (NodeId n = last; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
@@ -155,19 +243,22 @@ std::vector<graph::Obstacle> Compiler::Impl::obstacles_for_branch(NodeId last) c
   }
   std::vector<graph::Obstacle> obstacles;
   for (const auto& [p, r] : rogues) {
+    if (r.offset + r.size <= window) continue;
+    const Bytes start = std::max(r.offset, window) - window;  // in the window
+    const Bytes size = r.offset + r.size - window - start;
     const bool clashes =
         r.step == step_serial && std::any_of(fixed.begin(), fixed.end(), [&](const auto& f) {
-          return f.first < r.offset + r.size && r.offset < f.second;
+          return f.first < start + size && start < f.second;
         });
-    obstacles.push_back({r.offset, r.size, clashes ? r.since : 0u});
+    obstacles.push_back({start, size, clashes ? r.since : 0u});
   }
   return obstacles;
 }
 
-Bytes Compiler::Impl::arena_bytes_needed() const {
+// The largest plan of any step: the window's size.
+Bytes Compiler::Impl::plans_bytes() const {
   Bytes need = 0;
   for (const auto& [name, g] : graphs) need = std::max(need, g->graph.arena_bytes());
-  occupied.for_each([&](Bytes offset, Bytes size) { need = std::max(need, offset + size); });
   return need;
 }
 

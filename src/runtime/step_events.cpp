@@ -26,7 +26,8 @@ void Compiler::Impl::begin_step(std::string_view name) {
   }
   StepGraph& g = *it->second;
   // A no-op once mapped; maps back after release(). Throws before the step starts.
-  arena.ensure_mapped(static_cast<std::size_t>(g.graph.arena_bytes()));
+  arena.ensure_mapped(static_cast<std::size_t>(window),
+                      static_cast<std::size_t>(g.graph.arena_bytes()));
   current = &g;
   step_thread = std::this_thread::get_id();
   cursor = graph::AllocationGraph::root();
@@ -71,7 +72,7 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     const graph::AllocationGraph& g = graph();
     const NodeId match = g.find_alloc(cursor, key, [&](NodeId c) {
       const graph::Node& n = g.node(c);
-      return n.persistent || occupied.empty() || !occupied.overlaps(n.offset, n.key.size);
+      return n.persistent || !rogues_in_window || !occupied.overlaps(window + n.offset, n.key.size);
     });
     if (match != graph::kNoNode) [[likely]] return serve_replayed(match, bytes);
     const bool held = g.find_alloc(cursor, key, [](NodeId) { return true; }) != graph::kNoNode;
@@ -90,7 +91,7 @@ void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
     step_pool_live.emplace(p, node);
     ++stats.learned_site_allocations;
   } else {
-    p = arena.address(static_cast<std::size_t>(n.offset));
+    p = planned_address(n.offset);
     ++stats.replayed_allocations;
   }
   current->live[node] = p;
@@ -170,9 +171,10 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
   }
 }
 
-// Builds the best-fit view of the arena around everything live: the replayed prefix and rogues.
+// Builds the best-fit view of the window around everything live: the replayed prefix and the
+// rogues (above the plans, or inside them if the window could not move).
 void Compiler::Impl::start_recording() {
-  free_ranges.emplace(static_cast<Bytes>(arena.reserved_bytes()));
+  free_ranges.emplace(static_cast<Bytes>(arena.reserved_bytes()) - window);
   recorded.clear();
   const graph::AllocationGraph& g = graph();
   for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
@@ -182,7 +184,10 @@ void Compiler::Impl::start_recording() {
     free_ranges->occupy(node.offset, node.key.size);
     recorded.emplace(p, Instance{n, node.offset, node.key.size});
   }
-  occupied.for_each([&](Bytes offset, Bytes size) { free_ranges->occupy(offset, size); });
+  occupied.for_each([&](Bytes offset, Bytes size) {
+    const Bytes start = std::max(offset, window);
+    if (start < offset + size) free_ranges->occupy(start - window, offset + size - start);
+  });
   first_recorded = static_cast<NodeId>(g.node_count());
 }
 
@@ -201,12 +206,13 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
         stats.live_rogue_bytes));
   }
   try {
-    arena.ensure_mapped(static_cast<std::size_t>(*offset + key.size));
+    arena.ensure_mapped(static_cast<std::size_t>(window + *offset),
+                        static_cast<std::size_t>(key.size));
   } catch (...) {
     free_ranges->release(*offset, key.size);
     throw;
   }
-  void* p = arena.address(static_cast<std::size_t>(*offset));
+  void* p = planned_address(*offset);
   NodeId node = graph::kNoNode;
   if (learning) {
     node = cursor = g.add_alloc(cursor, key);
@@ -252,24 +258,27 @@ void Compiler::Impl::end_step() {
   }
   if (mode == StepMode::Replay) {
     if (graph().find_end(cursor) != graph::kNoNode) {
-      harvest_rogues(/*learn_sites=*/true);
+      const bool rogues_made = harvest_rogues(/*learn_sites=*/true);
       ++stats.steps_replayed;
+      if (rogues_made) place_window();
       finish_step();
       return;
     }
     graph_break(BreakReason::UnexpectedEnd, "end of step");
   }
-  harvest_rogues(/*learn_sites=*/mode == StepMode::Record);
+  const bool rogues_made = harvest_rogues(/*learn_sites=*/mode == StepMode::Record);
   if (mode == StepMode::Record) {
     plan_recorded_branch();  // if it throws, the step stays open; a guard then aborts it
     ++stats.steps_recorded;
   } else {
     ++stats.steps_dynamic;
+    if (rogues_made) place_window();
   }
   finish_step();
 }
 
-// The recorded path becomes a branch: planned around the rogues still live, mapped, trimmed.
+// The recorded path becomes a branch: planned as if no rogue existed (the window then moves clear
+// of them), mapped, trimmed.
 void Compiler::Impl::plan_recorded_branch() {
   graph::AllocationGraph& g = graph();
   const std::vector<graph::Obstacle> obstacles = obstacles_for_branch(cursor);
@@ -292,7 +301,7 @@ void Compiler::Impl::plan_recorded_branch() {
                 branch, solution.arena_size, solution.lower_bound, solution.algorithm,
                 solution.proven_optimal ? ", optimal" : "");
   try {
-    arena.ensure_mapped(static_cast<std::size_t>(g.arena_bytes()));
+    place_window();
     if (options.trim_after_recording) trim_arena();
   } catch (const Error& e) {
     // The next begin_step maps it again and reports the failure there.
@@ -301,17 +310,19 @@ void Compiler::Impl::plan_recorded_branch() {
 }
 
 void Compiler::Impl::trim_arena() {
-  arena.trim(static_cast<std::size_t>(arena_bytes_needed()));
+  const std::vector<arena::ByteRange> keep = ranges_to_keep();
+  arena.keep_only(keep);
 }
 
 void Compiler::Impl::abort_step() noexcept {
   if (current == nullptr) return;
   try {
-    harvest_rogues(/*learn_sites=*/false);
+    const bool rogues_made = harvest_rogues(/*learn_sites=*/false);
     if (mode == StepMode::Record && first_recorded < graph().node_count()) {
       graph().truncate(first_recorded);
       current->live.resize(graph().node_count());
     }
+    if (rogues_made) place_window();
     ++stats.steps_aborted;
     logger().warn("step '{}' aborted at event {}; {} rogue(s) live", current->name, event_index,
                   stats.live_rogues);

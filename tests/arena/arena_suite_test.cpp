@@ -6,6 +6,8 @@
 
 #include <gmock/gmock.h>
 
+#include <array>
+
 namespace memplan::arena::test {
 namespace {
 
@@ -108,6 +110,83 @@ TEST_P(ArenaSuite, ReleaseKeepsAddressesAndMapsBackThere) {
   const auto a = pattern(4 * chunk_, 4);
   env().write(base, a);
   EXPECT_EQ(env().read(base, a.size()), a);
+}
+
+TEST_P(ArenaSuite, RangesAwayFromTheBaseMapOnlyTheirOwnChunks) {
+  Arena arena(backend(), 8 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(5 * chunk_ + 1, chunk_);  // touches slots 5 and 6
+  EXPECT_EQ(arena.mapped_chunks(), 2u);
+  EXPECT_FALSE(arena.is_mapped(0));
+  EXPECT_TRUE(arena.is_mapped(5 * chunk_));
+  EXPECT_TRUE(arena.is_mapped(7 * chunk_ - 1));
+  const auto a = pattern(chunk_, 8);
+  env().write(at(arena, 5 * chunk_ + 1), a);
+
+  const CallCounts steady = arena.calls();
+  arena.ensure_mapped(5 * chunk_ + 1, chunk_);  // what the last growth mapped: no call
+  EXPECT_EQ((arena.calls() - steady).total(), 0u);
+
+  arena.ensure_mapped(chunk_);  // the prefix too: slots 5 and 6 keep their bytes
+  EXPECT_EQ(arena.mapped_chunks(), 3u);
+  EXPECT_EQ(env().read(at(arena, 5 * chunk_ + 1), a.size()), a);
+  arena.trim(6 * chunk_);  // slot 6 is wholly above
+  EXPECT_EQ(arena.mapped_chunks(), 2u);
+  EXPECT_FALSE(arena.is_mapped(6 * chunk_));
+  EXPECT_THROW(arena.ensure_mapped(7 * chunk_, 2 * chunk_), OutOfMemory);  // past the end
+  EXPECT_THROW(arena.ensure_mapped(1, ~std::size_t{0}), InvalidArgument);
+  EXPECT_EQ(arena.mapped_chunks(), 2u);
+}
+
+TEST_P(ArenaSuite, KeepOnlyUnmapsEveryChunkOutsideTheRangesInRuns) {
+  Arena arena(backend(), 8 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(8 * chunk_);
+  const auto a = pattern(16, 9);
+  env().write(at(arena, 3 * chunk_ + 8), a);
+  const CallCounts before = arena.calls();
+  const std::array<ByteRange, 2> keep{{{3 * chunk_ + 8, 16}, {6 * chunk_, chunk_}}};
+  arena.keep_only(keep);
+  EXPECT_EQ(arena.mapped_chunks(), 2u);
+  EXPECT_TRUE(arena.is_mapped(3 * chunk_));
+  EXPECT_TRUE(arena.is_mapped(6 * chunk_));
+  EXPECT_EQ(env().read(at(arena, 3 * chunk_ + 8), a.size()), a);
+  const CallCounts d = arena.calls() - before;
+  EXPECT_EQ(d[Call::unmap], 3u);  // slots 0-2, 4-5 and 7: one call per run
+  EXPECT_EQ(d[Call::release_chunk], 6u);
+}
+
+// What the runtime does when a rogue holds a chunk of its plan: the plan moves to slots clear of
+// the rogue, on the physical chunks the plan leaves, so the move costs the rogue's chunk only.
+TEST_P(ArenaSuite, RemapMovesMemoryToNewSlotsWithoutNewChunks) {
+  LimitingBackend limited(backend(), 5 * chunk_);
+  Arena arena(limited, 16 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(4 * chunk_);  // the plan, slots 0-3; a rogue lives in slot 1
+  const auto rogue = pattern(64, 10);
+  env().write(at(arena, chunk_ + 64), rogue);
+  const CallCounts before = limited.calls();
+  const std::array<ByteRange, 2> keep{{{chunk_ + 64, 64}, {2 * chunk_, 4 * chunk_}}};
+  arena.remap(keep);  // the plan moves to slots 2-5
+  const CallCounts d = limited.calls() - before;
+  // Slot 4 takes slot 0's chunk; only slot 5 needs a fresh one: the plan's 4 chunks + the rogue's.
+  EXPECT_EQ(d[Call::create_chunk], 1u);
+  EXPECT_EQ(d[Call::release_chunk], 0u);
+  EXPECT_EQ(d[Call::unmap], 1u);  // slot 0
+  EXPECT_EQ(arena.mapped_chunks(), 5u);  // slots 1 (the rogue), 2, 3, 4, 5
+  EXPECT_FALSE(arena.is_mapped(0));
+  EXPECT_EQ(limited.used_bytes(), 5 * chunk_);
+  EXPECT_EQ(env().read(at(arena, chunk_ + 64), rogue.size()), rogue);
+  const auto plan = pattern(4 * chunk_, 11);
+  env().write(at(arena, 2 * chunk_), plan);
+  EXPECT_EQ(env().read(at(arena, 2 * chunk_), plan.size()), plan);
+  EXPECT_EQ(env().read(at(arena, chunk_ + 64), rogue.size()), rogue);  // not aliased by the plan
+
+  // Nothing left to take: fresh chunks, up to the limit, then OutOfMemory and no change.
+  const std::array<ByteRange, 2> wider{{{chunk_ + 64, 64}, {2 * chunk_, 6 * chunk_}}};
+  EXPECT_THROW(arena.remap(wider), OutOfMemory);
+  EXPECT_EQ(arena.mapped_chunks(), 5u);
+  EXPECT_EQ(limited.used_bytes(), 5 * chunk_);
+  EXPECT_EQ(env().read(at(arena, chunk_ + 64), rogue.size()), rogue);
+  arena.release();
+  EXPECT_EQ(limited.used_bytes(), 0u);
 }
 
 TEST_P(ArenaSuite, ChunksAliasLikeVmm) {

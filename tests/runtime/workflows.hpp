@@ -24,8 +24,8 @@ Flat flat(H& h) {
 // rope-frequency table once and keeps it, and each block keeps pooled key statistics from one
 // step to the next. `paused` puts both allocations inside pause scopes.
 template <class H>
-void run_workflow(H& h, int steps, bool paused, std::vector<Flat>* history) {
-  const std::size_t tokens = 2048;
+void run_workflow(H& h, int steps, bool paused, std::vector<Flat>* history,
+                  std::size_t tokens = 2048) {
   for (int s = 0; s < steps; ++s) {
     const bool sparse = s >= 5;
     {

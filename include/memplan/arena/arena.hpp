@@ -1,10 +1,13 @@
-// The arena: one range of virtual addresses reserved once, backed by physical chunks mapped as a
-// prefix of it. Growth maps more chunks after the last one, so base() never moves and pointers
-// (and CUDA Graphs captured over them) stay valid. trim() and release() unmap chunks but keep the
-// addresses; ensure_mapped() maps fresh chunks back at the same place (their old bytes are gone).
+// The arena: one range of virtual addresses reserved once, backed by physical chunks mapped where
+// they are needed - any set of chunk-sized slots, usually one run from the base. base() never
+// moves, so pointers (and CUDA Graphs captured over them) stay valid. trim() and release() unmap
+// chunks but keep the addresses; ensure_mapped() maps fresh chunks back at the same place (their
+// old bytes are gone). remap() moves memory between slots without new physical memory where it
+// can: a chunk leaving the kept set is mapped again at a slot entering it (the runtime moves its
+// plans away from a rogue this way, paying for the rogue's chunk only).
 //
 // Unmapping is stream-safe: it first waits for the streams registered with add_user(), one fence
-// each. ensure_mapped() on an already mapped size makes no backend call at all.
+// each. ensure_mapped() on a range mapped by the last growth makes no backend call at all.
 //
 // Thread safety: none inside; an arena belongs to one owner (the runtime's step thread) and is
 // externally synchronised. The backend it uses may be shared.
@@ -15,7 +18,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace memplan::arena {
@@ -24,6 +30,12 @@ inline constexpr std::size_t kMiB = std::size_t{1} << 20;
 inline constexpr std::size_t kGiB = std::size_t{1} << 30;
 // More address space than any device has: a larger request is a bug (a negative size, say).
 inline constexpr std::size_t kMaxReserveBytes = std::size_t{1} << 48;
+
+// A range of the arena, as offsets from base().
+struct ByteRange {
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
 
 struct ArenaOptions {
   // Physical memory is mapped in chunks of this size (rounded up to the backend's granularity).
@@ -45,15 +57,34 @@ class Arena {
   // Reserves `bytes` (rounded up to whole chunks) of address space, once.
   void reserve(std::size_t bytes);
 
-  // Maps chunks until at least `bytes` from base() are mapped. On failure nothing new stays mapped
-  // and OutOfMemory names requested, mapped, reserved and free bytes.
-  void ensure_mapped(std::size_t bytes) {
-    if (bytes > mapped_) grow(bytes);
+  // Maps fresh chunks at every unmapped slot of [0, bytes), or of [offset, offset + bytes). On
+  // failure nothing new stays mapped and OutOfMemory names requested, mapped, reserved and free
+  // bytes.
+  void ensure_mapped(std::size_t bytes) { ensure_mapped(0, bytes); }
+  void ensure_mapped(std::size_t offset, std::size_t bytes) {
+    if (offset < covered_.offset || bytes > covered_.bytes ||
+        offset - covered_.offset > covered_.bytes - bytes) {
+      const ByteRange range{offset, bytes};
+      map_slots({&range, 1}, /*reuse_others=*/false);
+    }
   }
   // Unmaps (after waiting for the users) every chunk wholly above `keep_bytes`.
-  void trim(std::size_t keep_bytes);
+  void trim(std::size_t keep_bytes) {
+    const ByteRange keep{0, keep_bytes};
+    keep_only({&keep, 1});
+  }
+  // Unmaps (after waiting for the users) every chunk that touches none of `keep`.
+  void keep_only(std::span<const ByteRange> keep);
+  // Leaves exactly the chunks touching `keep` mapped. Slots of `keep` not yet mapped take the
+  // physical chunks of slots outside it first (mapped at both places for a moment, so no bytes
+  // are copied and no new memory is needed), fresh chunks only for the rest; then the slots
+  // outside `keep` are unmapped. On failure the arena is as before.
+  void remap(std::span<const ByteRange> keep) {
+    map_slots(keep, /*reuse_others=*/true);
+    keep_only(keep);
+  }
   // Unmaps all physical memory; the addresses stay reserved.
-  void release() { trim(0); }
+  void release() { keep_only({}); }
 
   // Streams whose queued work may touch this arena; unmapping waits for them.
   void add_user(StreamRef stream) { users_.add(stream); }
@@ -70,7 +101,9 @@ class Arena {
   std::size_t mapped_bytes() const noexcept { return mapped_; }
   std::size_t reserved_bytes() const noexcept { return reserved_; }
   std::size_t chunk_bytes() const noexcept { return chunk_; }
-  std::size_t mapped_chunks() const noexcept { return chunks_.size(); }
+  std::size_t mapped_chunks() const noexcept { return slots_.size(); }
+  // Whether the chunk holding `offset` is mapped.
+  bool is_mapped(std::size_t offset) const noexcept { return slots_.contains(offset / chunk_); }
   const std::string& name() const noexcept { return options_.name; }
 
   PhysicalBackend& backend() const noexcept { return backend_; }
@@ -78,9 +111,9 @@ class Arena {
   CallCounts calls() const noexcept { return backend_.calls(); }
 
  private:
-  void grow(std::size_t bytes);
-  void unmap_from(std::size_t first_chunk);
-  void rollback_to(std::size_t chunks) noexcept;
+  void map_slots(std::span<const ByteRange> ranges, bool reuse_others);
+  void unmap_slots(const std::vector<std::size_t>& slots);
+  void rollback(const std::vector<std::size_t>& slots) noexcept;
   [[noreturn]] void throw_oom(std::size_t requested, const char* why);
 
   PhysicalBackend& backend_;
@@ -90,7 +123,9 @@ class Arena {
   void* base_ = nullptr;
   std::size_t reserved_ = 0;
   std::size_t mapped_ = 0;
-  std::vector<ChunkHandle> chunks_;  // chunks_[i] is mapped at base + i * chunk
+  std::map<std::size_t, ChunkHandle> slots_;       // slot i (at base + i * chunk) -> its chunk
+  std::unordered_map<ChunkHandle, int> mappings_;  // how many slots map each chunk
+  ByteRange covered_;  // mapped by the last growth: ensure_mapped inside it is a no-op
 };
 
 }  // namespace memplan::arena
