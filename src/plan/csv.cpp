@@ -57,16 +57,18 @@ bool is_control(char c) {
 }
 
 // A cell's text for a message: quoted, control and non-ASCII bytes as \xNN (a hostile file
-// cannot write to the user's terminal), and cut at 40 bytes.
+// cannot write to the user's terminal), and cut at 40 characters as shown (so that a message
+// naming two cells stays short, whatever bytes they hold).
 std::string shown(std::string_view text) {
   constexpr std::size_t kShown = 40;
   std::string out = "'";
-  for (const char c : text.substr(0, kShown)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (is_control(c) || byte > 0x7f) out += fmt::format("\\x{:02x}", byte);
-    else out += c;
+  std::size_t used = 0;
+  for (; used < text.size() && out.size() <= kShown; ++used) {
+    const auto byte = static_cast<unsigned char>(text[used]);
+    if (is_control(text[used]) || byte > 0x7f) out += fmt::format("\\x{:02x}", byte);
+    else out += text[used];
   }
-  return out + (text.size() > kShown ? "...'" : "'");
+  return out + (used < text.size() ? "...'" : "'");
 }
 
 // One cell of a row: its text and the 1-based character column where it starts.

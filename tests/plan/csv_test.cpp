@@ -152,6 +152,13 @@ TEST(Csv, CollidingFixedOffsetsAreRejectedWithBothLines) {
             "both fixed offsets");
   // Read as hints, the same offsets are fine: the planner may move them.
   EXPECT_EQ(parse(text).buffers.size(), 3u);
+  // Found by fuzz_csv: two long ids of bytes shown as \xNN made a message of 500 bytes.
+  const std::string wide(60, '\xff');
+  const std::string what = error_of("id,lower,upper,size,offset\n" + wide + "a,0,9,8,0\n" + wide +
+                                        "b,1,2,8,0\n",
+                                    {.offsets_are_fixed = true});
+  EXPECT_TRUE(what.starts_with("test.csv:3:1: buffer '\\xff")) << what;
+  EXPECT_LT(what.size(), 250u) << what;
 }
 
 TEST(Csv, MoreBytesAliveThanTheLargestArenaIsAnError) {
