@@ -3,6 +3,7 @@
 // (what outlives a step) and report.cpp (stats and the readable report).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -113,11 +114,17 @@ struct Compiler::Impl {
   void abort_step() noexcept;
 
   void* serve_replayed(NodeId node, std::size_t bytes);
+  template <class Accept>
+  [[nodiscard]] NodeId find_reachable(Accept&& accept) const;
+  void pass_to(NodeId node);
+  [[nodiscard]] bool freed_early_contains(NodeId buffer) const noexcept {
+    return std::find(freed_early.begin(), freed_early.end(), buffer) != freed_early.end();
+  }
+  [[nodiscard]] NodeId live_node_of(void* p) const;
   void start_recording();
   void* record_allocate(const graph::AllocKey& key, std::string_view tag);
   void record_free(void* p);
   void graph_break(BreakReason reason, std::string came);
-  bool is_live_in_step(void* p) const;
   void plan_recorded_branch();
   void finish_step() noexcept;
   void trim_arena();
@@ -167,6 +174,10 @@ struct Compiler::Impl {
   std::thread::id step_thread;  // the thread that began it: only its allocations are events
   StepMode mode = StepMode::Replay;
   NodeId cursor = graph::AllocationGraph::root();
+  // Buffers of the replayed step freed before the path's Free node for them, in the order freed.
+  // Those Free nodes are then passed whenever the next event lies beyond them, so frees match in
+  // any order (find_reachable).
+  std::vector<NodeId> freed_early;
   std::uint64_t step_serial = 0;
   std::uint64_t event_index = 0;
   std::size_t live_in_step = 0;  // buffers of the running step not yet freed: rogues if any at end

@@ -11,7 +11,6 @@ std::string_view break_reason_name(BreakReason reason) noexcept {
   switch (reason) {
     case BreakReason::UnknownAllocation: return "unknown allocation";
     case BreakReason::RangeOccupied: return "range held by a rogue";
-    case BreakReason::UnexpectedFree: return "unexpected free";
     case BreakReason::UnexpectedEnd: return "unexpected end of step";
   }
   return "unknown";
@@ -74,19 +73,19 @@ std::string Compiler::Impl::report() const {
   std::string out = fmt::format(
       "memplan compiler report\n"
       "  steps: {} recorded, {} replayed, {} aborted, {} dynamic\n"
-      "  graph breaks: {} ({} unknown allocation, {} range held by a rogue, {} unexpected free, "
-      "{} unexpected end)\n"
+      "  graph breaks: {} ({} unknown allocation, {} range held by a rogue, {} unexpected end)\n"
       "  branches: {}\n"
-      "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites\n"
+      "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites; {} frees "
+      "out of order\n"
       "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned; plans moved clear of them "
       "{} times\n"
       "  planned peak: {} B (lower bound {} B)\n"
       "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
       "  backend calls: {} memory calls, {} in all\n",
       s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.graph_breaks,
-      s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2], s.breaks_by_reason[3],
+      s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2],
       s.branches, s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
-      s.learned_site_allocations, s.rogues, s.rogue_bytes, s.live_rogues, s.live_rogue_bytes,
+      s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues, s.live_rogue_bytes,
       s.learned_rogue_sites, s.window_moves, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
       s.reserved_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes,
       s.backend_calls.memory_calls(), s.backend_calls.total());

@@ -32,9 +32,12 @@ bool Compiler::Impl::harvest_rogues(bool learn_sites) {
     }
     recorded.clear();
   }
-  // Learned-site buffers still live stay in the pool; they are freed from there whenever.
+  // Learned-site buffers still live stay in the pool; they are freed from there whenever. The
+  // next step's allocation at that site needs a block of its own: map its room now.
   for (const auto& [p, node] : step_pool_live) {
-    if (node != graph::kNoNode) live[node] = nullptr;
+    if (node == graph::kNoNode) continue;
+    live[node] = nullptr;
+    newly_learned_bytes.push_back(static_cast<std::size_t>(graph().node(node).key.size));
   }
   step_pool_live.clear();
   live_in_step = 0;
@@ -121,8 +124,9 @@ std::vector<arena::ByteRange> Compiler::Impl::ranges_to_keep() const {
   return keep;
 }
 
-// The next step serves the newly learned sites from the pool: map their room now, at the end of
-// the step that found them, so that replayed steps make no backend call (guarantee 2). Taking all
+// The next step serves the newly learned sites (and those whose buffer is still live) from the
+// pool: map their room now, at the end of the step that found them, so that replayed steps make
+// no backend call (guarantee 2). Taking all
 // of them at once and giving them back leaves free blocks for their sum, not just the largest.
 void Compiler::Impl::reserve_learned_sites() {
   if (newly_learned_bytes.empty()) return;

@@ -70,17 +70,60 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
                             graph::tag_hash(tag)};
   if (mode == StepMode::Replay) {
     const graph::AllocationGraph& g = graph();
-    const NodeId match = g.find_alloc(cursor, key, [&](NodeId c) {
+    const auto matches = [&](NodeId c) {
       const graph::Node& n = g.node(c);
-      return n.persistent || !rogues_in_window || !occupied.overlaps(window + n.offset, n.key.size);
+      return n.kind == graph::EventKind::Alloc && n.key == key;
+    };
+    const NodeId match = find_reachable([&](NodeId c) {
+      const graph::Node& n = g.node(c);
+      return matches(c) && (n.persistent || !rogues_in_window ||
+                            !occupied.overlaps(window + n.offset, n.key.size));
     });
-    if (match != graph::kNoNode) [[likely]] return serve_replayed(match, bytes);
-    const bool held = g.find_alloc(cursor, key, [](NodeId) { return true; }) != graph::kNoNode;
+    if (match != graph::kNoNode) [[likely]] {
+      pass_to(match);
+      return serve_replayed(match, bytes);
+    }
+    const bool held = find_reachable(matches) != graph::kNoNode;
     if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
     graph_break(held ? BreakReason::RangeOccupied : BreakReason::UnknownAllocation,
                 fmt::format("alloc {}", describe_key(key)));
   }
   return record_allocate(key, tag);
+}
+
+// The oldest node (the smallest id) that `accept`s among the cursor's children and, through Free
+// nodes of buffers freed early, their children. The oldest, because the graph only grows: a path
+// that matched once matches the same nodes again, whatever branches were added since (guarantee
+// 4). The first child is the oldest of all of them, which is why the inline fast path may take it.
+template <class Accept>
+NodeId Compiler::Impl::find_reachable(Accept&& accept) const {
+  const graph::AllocationGraph& g = current->graph;
+  NodeId best = graph::kNoNode;
+  std::vector<NodeId> through{cursor};
+  while (!through.empty()) {
+    const NodeId at = through.back();
+    through.pop_back();
+    for (NodeId c = g.node(at).first_child; c != graph::kNoNode; c = g.node(c).next_sibling) {
+      const graph::Node& n = g.node(c);
+      if (accept(c)) {
+        best = std::min(best, c);
+      } else if (n.kind == graph::EventKind::Free && !freed_early.empty() &&
+                 freed_early_contains(n.buffer)) {
+        through.push_back(c);
+      }
+    }
+  }
+  return best;
+}
+
+// Moves the cursor to just before `node`, a result of find_reachable: the Free nodes passed on
+// the way are of buffers freed early, which are then settled.
+void Compiler::Impl::pass_to(NodeId node) {
+  const graph::AllocationGraph& g = graph();
+  for (NodeId n = g.node(node).parent; n != cursor; n = g.node(n).parent) {
+    std::erase(freed_early, g.node(n).buffer);
+  }
+  cursor = g.node(node).parent;
 }
 
 void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
@@ -107,22 +150,26 @@ void Compiler::Impl::deallocate(void* p) {
     if (mode == StepMode::Replay) {
       graph::AllocationGraph& g = graph();
       std::vector<void*>& live = current->live;
-      for (NodeId c = g.node(cursor).first_child; c != graph::kNoNode; c = g.node(c).next_sibling) {
-        const graph::Node& n = g.node(c);
-        if (n.kind != graph::EventKind::Free || live[n.buffer] != p) continue;
-        if (g.node(n.buffer).persistent) {
+      // The path's next event frees p: follow it. Only the first (oldest) child, as the fast
+      // path does, so that a free never leads into a younger branch (see find_reachable).
+      const NodeId c = g.node(cursor).first_child;
+      const bool next = c != graph::kNoNode && g.node(c).kind == graph::EventKind::Free &&
+                        live[g.node(c).buffer] == p;
+      const NodeId buffer = next ? g.node(c).buffer : live_node_of(p);
+      if (buffer != graph::kNoNode) {
+        if (g.node(buffer).persistent) {
           pool.deallocate(p);
           step_pool_live.erase(p);
         }
-        live[n.buffer] = nullptr;
-        cursor = c;
+        live[buffer] = nullptr;
+        if (next) {
+          cursor = c;
+        } else {
+          freed_early.push_back(buffer);  // not a break: its Free node is passed later
+          ++stats.frees_out_of_order;
+        }
         ++event_index;
         --live_in_step;
-        return;
-      }
-      if (is_live_in_step(p)) {
-        graph_break(BreakReason::UnexpectedFree, fmt::format("free of {}", p));
-        record_free(p);
         return;
       }
     } else if (recorded.contains(p) || step_pool_live.contains(p)) {
@@ -133,15 +180,16 @@ void Compiler::Impl::deallocate(void* p) {
   free_outside_step(p);
 }
 
-// Slow path of a replayed free: is `p` a buffer of this step that the record frees elsewhere?
-bool Compiler::Impl::is_live_in_step(void* p) const {
-  if (step_pool_live.contains(p)) return true;
-  if (!arena.contains(p) || rogues.contains(p)) return false;
+// Slow path of a replayed free: the Alloc node of the live buffer `p` of this step, or kNoNode.
+// A walk up the path: frees out of order are rare, and the hot path never comes here.
+NodeId Compiler::Impl::live_node_of(void* p) const {
+  if (const auto it = step_pool_live.find(p); it != step_pool_live.end()) return it->second;
+  if (!arena.contains(p) || rogues.contains(p)) return graph::kNoNode;
   const graph::AllocationGraph& g = current->graph;
   for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
-    if (g.node(n).kind == graph::EventKind::Alloc && current->live[n] == p) return true;
+    if (g.node(n).kind == graph::EventKind::Alloc && current->live[n] == p) return n;
   }
-  return false;
+  return graph::kNoNode;
 }
 
 void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
@@ -163,6 +211,15 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
   const bool capped = graph().branch_count() >= options.branch_cap;
   mode = capped ? StepMode::Dynamic : StepMode::Record;
   start_recording();
+  // The frees that came early happened before the break: they start the new branch, so that
+  // its plan may reuse their bytes and the same program replays it (find_reachable passes them).
+  if (mode == StepMode::Record) {
+    for (const NodeId buffer : freed_early) {
+      cursor = graph().add_free(cursor, buffer);
+      current->live.push_back(nullptr);
+    }
+  }
+  freed_early.clear();
   if (capped && options.over_cap == OverCapPolicy::Error) {
     throw BranchLimitExceeded(fmt::format(
         "step '{}' would need branch {} but the cap is {} (CompilerOptions::branch_cap); the "
@@ -257,7 +314,10 @@ void Compiler::Impl::end_step() {
         current->name, pauses_in_step));
   }
   if (mode == StepMode::Replay) {
-    if (graph().find_end(cursor) != graph::kNoNode) {
+    const NodeId end = find_reachable(
+        [&](NodeId c) { return graph().node(c).kind == graph::EventKind::End; });
+    if (end != graph::kNoNode) {
+      pass_to(end);
       const bool rogues_made = harvest_rogues(/*learn_sites=*/true);
       ++stats.steps_replayed;
       if (rogues_made) place_window();
@@ -335,6 +395,7 @@ void Compiler::Impl::abort_step() noexcept {
 void Compiler::Impl::finish_step() noexcept {
   current = nullptr;
   cursor = graph::AllocationGraph::root();
+  freed_early.clear();
   free_ranges.reset();
   if (!recorded.empty()) recorded.clear();  // clear() sweeps every bucket, even when empty
   if (!step_pool_live.empty()) step_pool_live.clear();

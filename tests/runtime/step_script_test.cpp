@@ -84,6 +84,42 @@ end
   for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
 }
 
+// A learned site leaked again: its buffer stays in the pool, so the next step's allocation there
+// needs a block of its own. The end of the step that leaked it maps that room (the leak's cost,
+// its bytes, once); the steps after make no backend call.
+TEST(StepScript, ALearnedSiteLeakedAgainCostsItsBytesOnceAndNoCallInTheNextStep) {
+  Harness h;
+  const auto steps = run_script(h, R"(
+step denoise
+A 1 2097152 x
+F 1
+end
+step denoise
+A 2 2097152 x
+end
+step denoise
+A 3 2097152 x
+end
+step denoise
+A 4 2097152 x
+F 4
+end
+F 2
+F 3
+step denoise
+A 5 2097152 x
+F 5
+end
+)");
+  ASSERT_EQ(steps.size(), 5u);
+  const std::vector<std::uint64_t> breaks{0, 1, 0, 0, 0};
+  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
+  EXPECT_EQ(steps[3].memory_calls, 0u);  // 3 is still live in the pool: 4 takes the room mapped
+  EXPECT_EQ(steps[4].memory_calls, 0u);
+  EXPECT_LE(h.compiler().stats().pool_mapped_bytes, 2u * 2097152);  // 3 and 4, no more
+  h.expect_all_intact();
+}
+
 TEST(StepScript, LearningIsBySiteNotByTag) {
   // One `x` freed a step late must not send every later `x` of the step to the pool.
   Harness h;

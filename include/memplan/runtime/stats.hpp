@@ -14,10 +14,10 @@ namespace memplan {
 enum class BreakReason : std::uint8_t {
   UnknownAllocation,  // no recorded allocation of this size/alignment/tag at this point
   RangeOccupied,      // the recorded allocation matches, but a rogue still holds its range
-  UnexpectedFree,     // a free the record does not have here (a different order, say)
   UnexpectedEnd,      // the step ended where the record goes on
 };
-inline constexpr std::size_t kBreakReasons = 4;
+inline constexpr std::size_t kBreakReasons = 3;
+// (A free is never a break: one the path has later is matched there, see frees_out_of_order.)
 [[nodiscard]] std::string_view break_reason_name(BreakReason reason) noexcept;
 
 struct BreakRecord {
@@ -43,6 +43,7 @@ struct Stats {
   std::uint64_t recorded_allocations = 0;  // served dynamically while recording
   std::uint64_t paused_allocations = 0;    // inside pause scopes or outside steps: the pool
   std::uint64_t learned_site_allocations = 0;  // at learned rogue sites: the pool
+  std::uint64_t frees_out_of_order = 0;  // replayed frees that came before the path has them
 
   std::uint64_t rogues = 0;           // rogues ever found (allocations live at step end)
   std::uint64_t rogue_bytes = 0;
