@@ -202,7 +202,8 @@ struct Compiler::Impl {
   std::unordered_map<void*, Rogue> rogues;
   graph::OccupiedRanges occupied;                      // the rogues' arena ranges (from base)
   std::unordered_map<std::uint64_t, std::string> tag_names;
-  std::vector<std::size_t> newly_learned_bytes;        // sites learned this step: pool room to map
+  std::vector<graph::AllocKey> learned_sites;  // every learned site: the pool keeps room for one each
+  bool pool_room_stale = false;                // a site was learned or leaked: map room at step end
 
   Stats stats;
   std::vector<BreakRecord> break_log;

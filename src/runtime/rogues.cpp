@@ -37,7 +37,7 @@ bool Compiler::Impl::harvest_rogues(bool learn_sites) {
   for (const auto& [p, node] : step_pool_live) {
     if (node == graph::kNoNode) continue;
     live[node] = nullptr;
-    newly_learned_bytes.push_back(static_cast<std::size_t>(graph().node(node).key.size));
+    pool_room_stale = true;
   }
   step_pool_live.clear();
   live_in_step = 0;
@@ -124,21 +124,25 @@ std::vector<arena::ByteRange> Compiler::Impl::ranges_to_keep() const {
   return keep;
 }
 
-// The next step serves the newly learned sites (and those whose buffer is still live) from the
-// pool: map their room now, at the end of the step that found them, so that replayed steps make
-// no backend call (guarantee 2). Taking all
-// of them at once and giving them back leaves free blocks for their sum, not just the largest.
+// Later steps serve the learned sites from the pool. After a step that learned a site or left a
+// learned site's buffer live, map room for one buffer of every learned site at once (allocate
+// them all, give them back: free blocks for their sum), so that replayed steps make no backend
+// call (guarantee 2). Each learned site costs its own bytes; a failure here only means a later
+// step may grow the pool.
 void Compiler::Impl::reserve_learned_sites() {
-  if (newly_learned_bytes.empty()) return;
+  if (!pool_room_stale) return;
+  pool_room_stale = false;
   std::vector<void*> room;
-  room.reserve(newly_learned_bytes.size());
+  room.reserve(learned_sites.size());
   try {
-    for (const std::size_t bytes : newly_learned_bytes) room.push_back(pool.allocate(bytes));
+    for (const graph::AllocKey& site : learned_sites) {
+      room.push_back(pool.allocate(static_cast<std::size_t>(site.size),
+                                   static_cast<std::size_t>(site.alignment)));
+    }
   } catch (const Error& e) {
     logger().warn("reserving pool room for learned sites failed: {}", e.what());
   }
   for (void* p : room) pool.deallocate(p);
-  newly_learned_bytes.clear();
 }
 
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
@@ -169,7 +173,8 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   if (learns && !graph().node(node).persistent) {
     graph().node(node).persistent = true;
     ++stats.learned_rogue_sites;
-    newly_learned_bytes.push_back(static_cast<std::size_t>(size));
+    learned_sites.push_back(graph().node(node).key);
+    pool_room_stale = true;
   }
 }
 
