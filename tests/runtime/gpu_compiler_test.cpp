@@ -8,7 +8,7 @@
 
 #include "memplan/arena/cuda_vmm_backend.hpp"
 #include "support/gpu.hpp"
-#include "workflows.hpp"
+#include "rogue_cases.hpp"
 
 namespace memplan::testing {
 namespace {
@@ -108,6 +108,36 @@ TEST(GpuCompiler, ShadowModelOnRandomPrograms) {
     ASSERT_FALSE(::testing::Test::HasFailure()) << "step " << s;
   }
   EXPECT_LE(h.compiler().stats().branches, 64u);
+}
+
+// Issue 10's cases (rogue_cases.hpp) on the VMM backend: the same promises as on the host.
+TEST(GpuCompiler, ASeenPathDoesNotBreakAgainAfterARogueCameAndWent) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  GpuHarness h;
+  seen_path_does_not_break_again_after_a_rogue_came_and_went(h);
+}
+
+TEST(GpuCompiler, AReplayedStepMakesNoDriverCallAfterALateFree) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  GpuHarness h;
+  replayed_step_makes_no_backend_call_after_a_late_free(h);
+}
+
+TEST(GpuCompiler, ALearnedSiteLeakedAgainCostsItsBytesOnceAndNoCallInTheNextStep) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  GpuHarness h;
+  learned_site_leaked_again_costs_its_bytes_once(h);
+}
+
+TEST(GpuCompiler, LearningIsBySiteNotByTag) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  GpuHarness h;
+  learning_is_by_site_not_by_tag(h);
+}
+
+TEST(GpuCompiler, ARogueCostsItsOwnChunksAndTheArenaComesBackOnceItIsFreed) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  a_rogue_costs_its_own_chunks<GpuHarness>();
 }
 
 }  // namespace

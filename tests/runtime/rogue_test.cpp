@@ -1,6 +1,6 @@
 // Field test 4 and its relatives: rogues keep their bytes, cost their own size, and are learned,
 // so breaks and memory stay flat over many steps.
-#include "workflows.hpp"
+#include "rogue_cases.hpp"
 
 namespace memplan::testing {
 namespace {
@@ -20,39 +20,8 @@ TEST(Rogues, CacheAndPooledStatisticsOutsidePauseStayFlat) {
   EXPECT_LE(st.live_rogue_bytes, 3u * 2048 * 64 + kBlocks * 32u * 128 * 4);
 }
 
-// Issue 10: a rogue costs at most its own bytes rounded up to the chunk, once per site. The
-// field's workflow at 16k tokens (a plan of many chunks, statistics spread over them): the rogue
-// run maps at most that much more than the paused run, and once the rogues are freed, trim()
-// brings the arena back to the paused run's level to the byte.
 TEST(Rogues, ARogueCostsItsOwnChunksAndTheArenaComesBackOnceItIsFreed) {
-  constexpr std::size_t kTokens = 16384;
-  Harness paused;
-  run_workflow(paused, 20, /*paused=*/true, nullptr, kTokens);
-  Harness rogue;
-  run_workflow(rogue, 20, /*paused=*/false, nullptr, kTokens);
-  const Stats p = paused.compiler().stats();
-  const Stats r = rogue.compiler().stats();
-  const std::size_t chunk = rogue.compiler().options().chunk_bytes;
-  const auto chunks_of = [&](std::size_t bytes) { return (bytes + chunk - 1) / chunk * chunk; };
-  const std::size_t allowance =
-      chunks_of(3 * kTokens * 64) + kBlocks * chunks_of(32 * 128 * 4) + chunk;
-  EXPECT_EQ(r.planned_peak_bytes, p.planned_peak_bytes);  // no plan works around a rogue
-  EXPECT_GE(r.window_moves, 1u);
-  EXPECT_LE(r.mapped_bytes + r.pool_mapped_bytes, p.mapped_bytes + p.pool_mapped_bytes + allowance)
-      << rogue.compiler().report();
-  // The rogues' own chunks, not the plan, are what the arena holds beyond the plan.
-  EXPECT_LE(r.mapped_bytes, chunks_of(r.planned_peak_bytes) + chunks_of(r.live_rogue_bytes) +
-                                kBlocks * chunk);
-
-  rogue.release(kRope);
-  for (int b = 0; b < kBlocks; ++b) rogue.release(kStatsBase + b);
-  paused.release(kRope);
-  for (int b = 0; b < kBlocks; ++b) paused.release(kStatsBase + b);
-  rogue.compiler().trim();
-  paused.compiler().trim();
-  EXPECT_EQ(rogue.compiler().stats().live_rogues, 0u);
-  EXPECT_EQ(rogue.compiler().stats().mapped_bytes, paused.compiler().stats().mapped_bytes);
-  EXPECT_EQ(rogue.compiler().stats().mapped_bytes, chunks_of(r.planned_peak_bytes));
+  a_rogue_costs_its_own_chunks<Harness>();
 }
 
 TEST(Rogues, InsidePauseThereAreNoRoguesAndNoExtraBreaks) {

@@ -3,7 +3,7 @@
 //   A ID BYTES TAG [P] allocate (P: inside a pause; TAG "-" for none)
 //   F ID               free (inside or outside a step)
 //   # ...              a comment
-// The runner drives a Harness (pattern fill, overlap and content checks) and records, per step,
+// The runner drives a harness (BasicHarness on any memory) (pattern fill, overlap and content checks) and records, per step,
 // the graph breaks and the backend's memory calls from begin_step to end_step included.
 #pragma once
 
@@ -20,7 +20,8 @@ struct ScriptStep {
   std::uint64_t memory_calls = 0;
 };
 
-inline std::vector<ScriptStep> run_script(Harness& h, const std::string& script) {
+template <class H>
+std::vector<ScriptStep> run_script(H& h, const std::string& script) {
   std::vector<ScriptStep> steps;
   std::istringstream lines(script);
   std::string line;

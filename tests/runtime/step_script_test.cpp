@@ -1,156 +1,29 @@
-// The reproducers of issue 10 as step scripts: a seen path never breaks again, and a replayed step
-// never calls the backend, also after a buffer outlived its step.
-#include "step_script.hpp"
+// The reproducers of issue 10 as step scripts on the host backend (rogue_cases.hpp; the GPU
+// twins are in gpu_compiler_test.cpp): a seen path never breaks again, and a replayed step never
+// calls the backend, also after a buffer outlived its step.
+#include "rogue_cases.hpp"
 
 namespace memplan::testing {
 namespace {
 
 TEST(StepScript, ASeenPathDoesNotBreakAgainAfterARogueCameAndWent) {
   Harness h;
-  const auto steps = run_script(h, R"(
-step denoise
-A 1 1048576 x
-A 2 1048576 n
-F 2
-A 3 1048576 d
-F 3
-F 1
-end
-step denoise
-A 11 1048576 x
-A 14 4096 cache
-A 12 1048576 n
-F 12
-A 15 1048576 s
-F 15
-F 11
-end
-step denoise
-A 21 1048576 x
-A 22 1048576 n
-F 22
-A 25 1048576 s
-F 25
-F 21
-end
-F 14
-step denoise
-A 31 1048576 x
-A 32 1048576 n
-F 32
-A 33 1048576 d
-F 33
-F 31
-end
-step denoise
-A 41 1048576 x
-A 42 1048576 n
-F 42
-A 43 1048576 d
-F 43
-F 41
-end
-)");
-  ASSERT_EQ(steps.size(), 5u);
-  const std::vector<std::uint64_t> expected{0, 1, 1, 0, 0};  // new paths once each, seen paths never
-  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, expected[s]) << "step " << s;
-  h.expect_all_intact();
+  seen_path_does_not_break_again_after_a_rogue_came_and_went(h);
 }
 
 TEST(StepScript, AReplayedStepMakesNoBackendCallAfterALateFree) {
   Harness h;
-  const auto steps = run_script(h, R"(
-step denoise
-A 1 1048576 x
-F 1
-end
-step denoise
-A 2 1048576 x
-end
-F 2
-step denoise
-A 3 1048576 x
-F 3
-end
-step denoise
-A 4 1048576 x
-F 4
-end
-)");
-  ASSERT_EQ(steps.size(), 4u);
-  EXPECT_EQ(steps[2].memory_calls, 0u);
-  EXPECT_EQ(steps[3].memory_calls, 0u);
-  const std::vector<std::uint64_t> breaks{0, 1, 0, 0};  // the late free is a new path, once
-  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
+  replayed_step_makes_no_backend_call_after_a_late_free(h);
 }
 
-// A learned site leaked again: its buffer stays in the pool, so the next step's allocation there
-// needs a block of its own. The end of the step that leaked it maps that room (the leak's cost,
-// its bytes, once); the steps after make no backend call.
 TEST(StepScript, ALearnedSiteLeakedAgainCostsItsBytesOnceAndNoCallInTheNextStep) {
   Harness h;
-  const auto steps = run_script(h, R"(
-step denoise
-A 1 2097152 x
-F 1
-end
-step denoise
-A 2 2097152 x
-end
-step denoise
-A 3 2097152 x
-end
-step denoise
-A 4 2097152 x
-F 4
-end
-F 2
-F 3
-step denoise
-A 5 2097152 x
-F 5
-end
-)");
-  ASSERT_EQ(steps.size(), 5u);
-  const std::vector<std::uint64_t> breaks{0, 1, 0, 0, 0};
-  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
-  EXPECT_EQ(steps[3].memory_calls, 0u);  // 3 is still live in the pool: 4 takes the room mapped
-  EXPECT_EQ(steps[4].memory_calls, 0u);
-  EXPECT_LE(h.compiler().stats().pool_mapped_bytes, 2u * 2097152);  // 3 and 4, no more
-  h.expect_all_intact();
+  learned_site_leaked_again_costs_its_bytes_once(h);
 }
 
 TEST(StepScript, LearningIsBySiteNotByTag) {
-  // One `x` freed a step late must not send every later `x` of the step to the pool.
   Harness h;
-  const auto steps = run_script(h, R"(
-step denoise
-A 1 65536 x
-F 1
-A 2 65536 x
-F 2
-end
-step denoise
-A 3 65536 x
-F 3
-A 4 65536 x
-end
-F 4
-step denoise
-A 5 65536 x
-A 7 4096 y
-F 7
-F 5
-A 6 65536 x
-F 6
-end
-)");
-  ASSERT_EQ(steps.size(), 3u);
-  const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.learned_rogue_sites, 1u);
-  // The third step breaks at `y` and records: its second `x` is a new site, served in the arena.
-  EXPECT_EQ(st.learned_site_allocations, 0u);
-  h.expect_all_intact();
+  learning_is_by_site_not_by_tag(h);
 }
 
 }  // namespace
