@@ -51,13 +51,16 @@ enum class OverCapPolicy : std::uint8_t {
 
 struct CompilerOptions {
   std::size_t reserve_bytes = std::size_t{64} << 30;       // planned arena: addresses only
-  std::size_t chunk_bytes = std::size_t{64} << 20;         // physical mapping granularity
+  // Physical mapping granularity of the planned arena. 2 MiB (the H200's granule): a rogue costs
+  // its own bytes rounded up to this, and plans map within 2 MiB of their size; mapping is slower
+  // per GiB than in 64 MiB chunks, but happens only when a branch is planned or the plans move.
+  std::size_t chunk_bytes = std::size_t{2} << 20;
   std::size_t pool_reserve_bytes = std::size_t{64} << 30;  // persistent pool: addresses only
   std::size_t pool_chunk_bytes = std::size_t{64} << 20;
   std::size_t default_alignment = 256;                     // every pointer is aligned to this
   std::size_t branch_cap = 64;                             // branches per step name
   OverCapPolicy over_cap = OverCapPolicy::Error;
-  std::chrono::milliseconds plan_budget{200};              // exact-search time per new branch
+  std::chrono::milliseconds plan_budget{200};              // planner time per new branch
   bool trim_after_recording = true;  // unmap what recording touched beyond the plans
   bool thread_safe = true;           // false: one thread drives the compiler, no lock is taken
   CheckOptions check;                // debugging runs: poison, no reuse, guard gaps (check.hpp)
