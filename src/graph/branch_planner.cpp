@@ -1,6 +1,8 @@
 // Branch -> planner problem -> offsets on the nodes. Frees on the path end lifetimes; a buffer
 // never freed on the path lives to the End node (only a rogue does that, and rogue sites are
-// persistent by the time a branch is planned, so normally none is left).
+// persistent by the time a branch is planned, so normally none is left). A persistent site that
+// has an offset (it was learned after a plan placed it) keeps its range in every later plan, so
+// that it can be forgotten - served from the plan again - without overlapping anything.
 #include "memplan/graph/branch_planner.hpp"
 
 #include <fmt/format.h>
@@ -21,7 +23,7 @@ plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
   if (nodes != nullptr) nodes->clear();
   for (const NodeId id : graph.path_to(end)) {
     const Node& n = graph.node(id);
-    if (n.kind == EventKind::Alloc && !n.persistent) {
+    if (n.kind == EventKind::Alloc && (!n.persistent || n.offset != kUnplanned)) {
       index_of.emplace(id, problem.buffers.size());
       plan::Buffer b{.id = fmt::format("node{}", id),
                      .lower = static_cast<plan::Time>(n.depth),

@@ -134,6 +134,7 @@ struct Compiler::Impl {
   void make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site);
   [[nodiscard]] std::vector<graph::Obstacle> obstacles_for_branch(NodeId last) const;
   void reserve_learned_sites();
+  void note_learned_site_freed(NodeId node);
   void place_window() noexcept;
   void move_window();
   [[nodiscard]] std::vector<arena::ByteRange> ranges_to_keep() const;
@@ -202,7 +203,8 @@ struct Compiler::Impl {
   std::unordered_map<void*, Rogue> rogues;
   graph::OccupiedRanges occupied;                      // the rogues' arena ranges (from base)
   std::unordered_map<std::uint64_t, std::string> tag_names;
-  std::vector<graph::AllocKey> learned_sites;  // every learned site: the pool keeps room for one each
+  // Every learned site: the pool keeps room for one buffer each.
+  std::map<std::pair<const StepGraph*, NodeId>, graph::AllocKey> learned_sites;
   bool pool_room_stale = false;                // a site was learned or leaked: map room at step end
 
   Stats stats;

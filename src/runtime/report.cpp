@@ -77,8 +77,8 @@ std::string Compiler::Impl::report() const {
       "  branches: {}\n"
       "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites; {} frees "
       "out of order\n"
-      "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned; plans moved clear of them "
-      "{} times\n"
+      "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned ({} forgotten); plans moved "
+      "clear of them {} times\n"
       "  planned peak: {} B (lower bound {} B)\n"
       "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
       "  backend calls: {} memory calls, {} in all\n",
@@ -86,7 +86,7 @@ std::string Compiler::Impl::report() const {
       s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2],
       s.branches, s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
       s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues, s.live_rogue_bytes,
-      s.learned_rogue_sites, s.window_moves, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
+      s.learned_rogue_sites, s.forgotten_rogue_sites, s.window_moves, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
       s.reserved_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes,
       s.backend_calls.memory_calls(), s.backend_calls.total());
   for (const auto& [name, g] : graphs) {

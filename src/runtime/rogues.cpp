@@ -37,6 +37,7 @@ bool Compiler::Impl::harvest_rogues(bool learn_sites) {
   for (const auto& [p, node] : step_pool_live) {
     if (node == graph::kNoNode) continue;
     live[node] = nullptr;
+    graph().node(node).quiet_steps = 0;
     pool_room_stale = true;
   }
   step_pool_live.clear();
@@ -135,7 +136,7 @@ void Compiler::Impl::reserve_learned_sites() {
   std::vector<void*> room;
   room.reserve(learned_sites.size());
   try {
-    for (const graph::AllocKey& site : learned_sites) {
+    for (const auto& [where, site] : learned_sites) {
       room.push_back(pool.allocate(static_cast<std::size_t>(site.size),
                                    static_cast<std::size_t>(site.alignment)));
     }
@@ -143,6 +144,26 @@ void Compiler::Impl::reserve_learned_sites() {
     logger().warn("reserving pool room for learned sites failed: {}", e.what());
   }
   for (void* p : room) pool.deallocate(p);
+}
+
+// A learned site whose buffer was freed inside its step 8 steps in a row has stopped being a
+// rogue: if a plan placed it before it was learned (its range is then kept in every plan through
+// it, see branch_planner.cpp), it is served from the plan again and its pool room goes. Each time
+// a site is forgotten and learned again, it must stay quiet twice as long (up to 255 steps), so
+// a site that leaks now and then settles in the pool instead of costing a rogue each time.
+void Compiler::Impl::note_learned_site_freed(NodeId node) {
+  graph::Node& n = graph().node(node);
+  const unsigned needed = std::min(8u << std::min<unsigned>(n.forgotten, 5), 255u);
+  if (n.quiet_steps < needed) ++n.quiet_steps;
+  if (n.quiet_steps < needed || n.offset == graph::kUnplanned) return;
+  n.persistent = false;
+  n.quiet_steps = 0;
+  if (n.forgotten < 255) ++n.forgotten;
+  learned_sites.erase(std::pair{current, node});
+  ++stats.forgotten_rogue_sites;
+  logger().info("step '{}': the learned site of a {} B allocation was freed in its step {} times "
+                "in a row; it is served from the plan again",
+                current->name, n.key.size, needed);
 }
 
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
@@ -173,7 +194,7 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   if (learns && !graph().node(node).persistent) {
     graph().node(node).persistent = true;
     ++stats.learned_rogue_sites;
-    learned_sites.push_back(graph().node(node).key);
+    learned_sites.emplace(std::pair{current, node}, graph().node(node).key);
     pool_room_stale = true;
   }
 }

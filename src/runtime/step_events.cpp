@@ -160,6 +160,7 @@ void Compiler::Impl::deallocate(void* p) {
         if (g.node(buffer).persistent) {
           pool.deallocate(p);
           step_pool_live.erase(p);
+          note_learned_site_freed(buffer);
         }
         live[buffer] = nullptr;
         if (next) {
@@ -288,6 +289,7 @@ void Compiler::Impl::record_free(void* p) {
     node = it->second;
     pool.deallocate(p);
     step_pool_live.erase(it);
+    if (node != graph::kNoNode) note_learned_site_freed(node);
   } else {
     const auto rec = recorded.find(p);
     node = rec->second.node;

@@ -135,6 +135,12 @@ TEST(GpuCompiler, LearningIsBySiteNotByTag) {
   learning_is_by_site_not_by_tag(h);
 }
 
+TEST(GpuCompiler, ALearnedSiteThatStopsBeingRogueIsForgotten) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  GpuHarness h;
+  a_learned_site_that_stops_being_rogue_is_forgotten(h);
+}
+
 TEST(GpuCompiler, ARogueCostsItsOwnChunksAndTheArenaComesBackOnceItIsFreed) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   a_rogue_costs_its_own_chunks<GpuHarness>();

@@ -161,6 +161,30 @@ end
 // field's workflow at 16k tokens (a plan of many chunks, statistics spread over them): the rogue
 // run maps at most that much more than the paused run, and once the rogues are freed, trim()
 // brings the arena back to the paused run's level to the byte.
+// A site learned after its plan placed it, and then freed inside its step 8 times in a row, has
+// stopped being a rogue: it is forgotten and served from the plan again, without a break or a
+// backend call, and the bytes of every buffer stay intact.
+template <class H>
+void a_learned_site_that_stops_being_rogue_is_forgotten(H& h) {
+  const Program program{alloc(1, 65536), alloc(2, 4096), free_(2), free_(1)};
+  for (int s = 0; s < 3; ++s) h.run_step(program);
+  h.run_step({alloc(1, 65536), alloc(2, 4096), free_(2)});  // 1 outlives the step: a new path
+  h.release(1);
+  for (int s = 0; s < 8; ++s) h.run_step(program);  // served from the pool, freed in the step
+  const Stats learned = h.compiler().stats();
+  EXPECT_EQ(learned.learned_rogue_sites, 1u);
+  EXPECT_EQ(learned.forgotten_rogue_sites, 1u);
+  EXPECT_EQ(learned.learned_site_allocations, 8u);
+  const std::uint64_t calls = h.backend().calls().memory_calls();
+  for (int s = 0; s < 5; ++s) h.run_step(program);
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ(st.learned_site_allocations, 8u);  // none since it was forgotten
+  EXPECT_EQ(st.replayed_allocations - learned.replayed_allocations, 10u);
+  EXPECT_EQ(st.graph_breaks, 1u);
+  EXPECT_EQ(h.backend().calls().memory_calls(), calls);
+  h.expect_all_intact();
+}
+
 template <class H>
 void a_rogue_costs_its_own_chunks() {
   constexpr std::size_t kTokens = 16384;

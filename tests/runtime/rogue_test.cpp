@@ -24,6 +24,11 @@ TEST(Rogues, ARogueCostsItsOwnChunksAndTheArenaComesBackOnceItIsFreed) {
   a_rogue_costs_its_own_chunks<Harness>();
 }
 
+TEST(Rogues, ALearnedSiteThatStopsBeingRogueIsForgotten) {
+  Harness h;
+  a_learned_site_that_stops_being_rogue_is_forgotten(h);
+}
+
 TEST(Rogues, InsidePauseThereAreNoRoguesAndNoExtraBreaks) {
   Harness h;
   std::vector<Flat> history;

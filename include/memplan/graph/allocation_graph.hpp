@@ -28,6 +28,8 @@ enum class EventKind : std::uint8_t { Root, Alloc, Free, End };
 struct Node {
   EventKind kind = EventKind::Root;
   bool persistent = false;      // Alloc: a learned rogue site, served from the persistent pool
+  std::uint8_t quiet_steps = 0; // persistent: steps in a row that freed its buffer in the step
+  std::uint8_t forgotten = 0;   // times it was learned and forgotten again
   std::uint32_t depth = 0;      // events between the root and this node
   NodeId parent = kNoNode;
   NodeId first_child = kNoNode;

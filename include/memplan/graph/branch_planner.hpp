@@ -20,8 +20,8 @@ struct Obstacle {
   std::uint32_t since = 0;
 };
 
-// The planner problem of `branch`: one buffer per non-persistent Alloc node on its path, in path
-// order, then one per obstacle. `nodes` receives the Alloc node of each buffer (obstacles have
+// The planner problem of `branch`: one buffer per Alloc node on its path that is not persistent or
+// has an offset, in path order, then one per obstacle. `nodes` receives the Alloc node of each buffer (obstacles have
 // none).
 [[nodiscard]] plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
                                            std::span<const Obstacle> obstacles,

@@ -50,6 +50,7 @@ struct Stats {
   std::uint64_t live_rogues = 0;      // rogues not yet freed
   std::uint64_t live_rogue_bytes = 0;
   std::uint64_t learned_rogue_sites = 0;
+  std::uint64_t forgotten_rogue_sites = 0;  // learned, then freed in their step 8+ steps in a row
   std::uint64_t window_moves = 0;     // plans moved to addresses clear of live rogues
 
   std::uint64_t planned_peak_bytes = 0;  // the largest plan of any branch
