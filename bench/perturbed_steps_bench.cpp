@@ -50,3 +50,5 @@ BENCHMARK(BM_PerturbedSteps)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+BENCHMARK_MAIN();

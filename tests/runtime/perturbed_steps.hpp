@@ -17,7 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "step_program.hpp"
+#include "step_script.hpp"
 
 namespace memplan::testing {
 
@@ -28,6 +28,7 @@ struct PerturbConfig {
   int menu = 6;               // perturbations on each base's menu (the first five: one of each kind)
   int max_perturbations = 2;  // per step, 0..max drawn uniformly
   std::string step_name = "denoise";
+  bool record_script = false;  // keep the run as a step script up to its first seen-path failure
 };
 
 struct Perturbation {
@@ -116,18 +117,13 @@ inline void apply(Program& program, const Perturbation& p) {
   }
 }
 
-// The path key: the step's own events in order (see the top of this file).
 inline std::string path_key(const Program& program) {
-  std::ostringstream key;
-  std::vector<int> index_of;  // program-local id -> allocation index within the step
-  int allocations = 0;
+  PathKey key;
   for (const Op& op : program) {
     if (op.kind == Op::Alloc) {
-      if (index_of.size() <= static_cast<std::size_t>(op.id)) index_of.resize(op.id + 1, -1);
-      index_of[op.id] = allocations++;
-      key << 'A' << op.size << ',' << op.alignment << ',' << op.tag << (op.paused ? ",P;" : ";");
+      key.allocate(op.id, op.size, op.alignment, op.tag, op.paused);
     } else {
-      key << 'F' << index_of.at(op.id) << ';';
+      key.free(op.id);
     }
   }
   return key.str();
@@ -197,24 +193,35 @@ class PerturbedRunner {
     next_id_ += config_.events;
     {
       auto step = h_.compiler().step(config_.step_name);
+      if (recording()) script_ << "step " << config_.step_name << '\n';
       for (const Op& op : program) {
         if (!pending_.empty() && rng_() % 8 == 0) {
           free_pending(rng_() % pending_.size(), counts_.freed_in_later_steps);
         }
         if (op.kind == Op::Alloc) {
           h_.allocate(first_id + op.id, op.size, op.tag, op.paused, op.alignment);
+          if (recording()) {
+            script_ << "A " << first_id + op.id << ' ' << op.size << ' '
+                    << (op.tag.empty() ? "-" : op.tag) << (op.paused ? " P" : "");
+            if (op.alignment != 0) script_ << " @" << op.alignment;
+            script_ << '\n';
+          }
         } else {
           h_.release(first_id + op.id);
+          if (recording()) script_ << "F " << first_id + op.id << '\n';
         }
       }
     }
+    if (recording()) script_ << "end\n";
     const Stats after = h_.compiler().stats();
     const std::uint64_t breaks = after.graph_breaks - before.graph_breaks;
+    const std::uint64_t calls = h_.backend().calls().memory_calls() - calls_before;
     if (seen) {
       ++counts_.seen_path_steps;
       counts_.breaks_on_seen_paths += breaks;
       counts_.seen_path_steps_that_broke += breaks > 0 ? 1 : 0;
-      counts_.seen_path_memory_calls += h_.backend().calls().memory_calls() - calls_before;
+      counts_.seen_path_memory_calls += calls;
+      if (recording() && (breaks > 0 || calls > 0)) failed_ = true;
     }
     if (after.steps_dynamic == before.steps_dynamic) seen_.insert(key);
     for (const Op& op : program) {
@@ -231,6 +238,10 @@ class PerturbedRunner {
     while (!pending_.empty()) free_pending(pending_.size() - 1, counts_.freed_between_steps);
     h_.expect_all_intact();
   }
+
+  // The run as a step script (step_script.hpp), up to and including its first step that broke or
+  // called the backend on a seen path; empty unless PerturbConfig::record_script.
+  std::string script() const { return script_.str(); }
 
   PerturbedCounts counts() const {
     PerturbedCounts c = counts_;
@@ -259,8 +270,11 @@ class PerturbedRunner {
     return program;
   }
 
+  bool recording() const { return config_.record_script && !failed_; }
+
   void free_pending(std::size_t k, std::uint64_t& counter) {
     h_.release(pending_[k]);
+    if (recording()) script_ << "F " << pending_[k] << '\n';
     pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(k));
     ++counter;
   }
@@ -275,6 +289,8 @@ class PerturbedRunner {
   std::vector<int> pending_;  // leaked buffers, not yet freed
   PerturbedCounts counts_;
   int next_id_ = 0;
+  std::ostringstream script_;
+  bool failed_ = false;  // a seen-path step broke or called the backend: the script stops there
 };
 
 }  // namespace memplan::testing

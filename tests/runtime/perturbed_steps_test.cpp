@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "perturbed_steps.hpp"
+#include "script_shrink.hpp"
 
 namespace memplan::testing {
 namespace {
@@ -15,13 +16,35 @@ CompilerOptions options_with_cap(std::size_t branch_cap) {
   return options;
 }
 
-PerturbedCounts run_perturbed(Harness& h, const PerturbConfig& config, std::uint64_t steps) {
+// Does `script` break or call the backend in a step of a seen path, on a fresh compiler?
+bool fails_on_a_seen_path(const std::string& script, const CompilerOptions& options) {
+  try {
+    Harness h(options);
+    return !seen_path_failures(run_script(h, script)).empty();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+PerturbedCounts run_perturbed(const CompilerOptions& options, PerturbConfig config,
+                              std::uint64_t steps) {
+  Harness h(options);
+  config.record_script = true;
   PerturbedRunner runner(h, config);
   runner.run(steps);
   runner.finish();
   const PerturbedCounts counts = runner.counts();
-  std::cout << "seed " << config.seed << ", branch cap " << h.compiler().options().branch_cap
-            << ": " << counts.summary() << '\n';
+  std::cout << "seed " << config.seed << ", branch cap " << options.branch_cap << ": "
+            << counts.summary() << '\n';
+  if (counts.seen_path_steps_that_broke > 0 || counts.seen_path_memory_calls > 0) {
+    const auto fails = [&](const std::string& s) { return fails_on_a_seen_path(s, options); };
+    if (fails(runner.script())) {
+      ADD_FAILURE() << "the first failure, shrunk to a step script (branch cap "
+                    << options.branch_cap << "):\n" << shrink_script(runner.script(), fails);
+    } else {
+      ADD_FAILURE() << "the first failure did not replay as a step script";
+    }
+  }
   return counts;
 }
 
@@ -43,16 +66,14 @@ void expect_coverage(const PerturbedCounts& c, double seen_fraction) {
 }
 
 TEST(PerturbedSteps, SeenPathsNeverBreakNorCallTheBackendAndEveryByteHolds) {
-  Harness h(options_with_cap(1024));
-  const PerturbedCounts c = run_perturbed(h, PerturbConfig{.seed = 1}, 10'000);
+  const PerturbedCounts c = run_perturbed(options_with_cap(1024), PerturbConfig{.seed = 1}, 10'000);
   expect_guarantees(c);
   expect_coverage(c, 0.9);
   EXPECT_EQ(c.dynamic_steps, 0u) << "the paths should fit in the cap";
 }
 
 TEST(PerturbedSteps, PastTheBranchCapSeenPathsStillNeverBreak) {
-  Harness h(options_with_cap(8));
-  const PerturbedCounts c = run_perturbed(h, PerturbConfig{.seed = 2}, 10'000);
+  const PerturbedCounts c = run_perturbed(options_with_cap(8), PerturbConfig{.seed = 2}, 10'000);
   expect_guarantees(c);
   expect_coverage(c, 0.25);
   EXPECT_GT(c.dynamic_steps, 0u) << "the cap should be overrun";
