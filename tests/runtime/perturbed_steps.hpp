@@ -10,11 +10,14 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "step_script.hpp"
@@ -66,6 +69,26 @@ inline Program random_base_program(std::mt19937& rng, int events) {
   return program;
 }
 
+// Pairs of buffers whose frees can trade places: each is still allocated at the other's free.
+inline std::vector<std::pair<int, int>> swappable_frees(const Program& program) {
+  std::vector<std::pair<int, int>> pairs;
+  std::vector<std::pair<int, std::size_t>> freed;  // buffer, position of its free
+  std::vector<std::size_t> allocated_at;
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    const Op& op = program[i];
+    if (op.kind == Op::Alloc) {
+      if (allocated_at.size() <= static_cast<std::size_t>(op.id)) allocated_at.resize(op.id + 1);
+      allocated_at[op.id] = i;
+      continue;
+    }
+    for (const auto& [earlier, at] : freed) {
+      if (allocated_at[op.id] < at) pairs.emplace_back(earlier, op.id);
+    }
+    freed.emplace_back(op.id, i);
+  }
+  return pairs;
+}
+
 inline std::vector<Perturbation> random_menu(std::mt19937& rng, const Program& base, int entries) {
   const auto events = static_cast<int>(std::count_if(
       base.begin(), base.end(), [](const Op& op) { return op.kind == Op::Alloc; }));
@@ -76,6 +99,10 @@ inline std::vector<Perturbation> random_menu(std::mt19937& rng, const Program& b
     Perturbation p{kind, static_cast<int>(rng() % events)};
     p.other = static_cast<int>(rng() % events);
     if (p.other == p.id) p.other = (p.id + 1) % events;
+    if (kind == Perturbation::SwapFrees) {
+      const auto pairs = swappable_frees(base);
+      if (!pairs.empty()) std::tie(p.id, p.other) = pairs[rng() % pairs.size()];
+    }
     const std::size_t old = std::find_if(base.begin(), base.end(), [&](const Op& op) {
                               return op.kind == Op::Alloc && op.id == p.id;
                             })->size;
@@ -136,6 +163,7 @@ struct PerturbedCounts {
   std::uint64_t breaks = 0;
   std::uint64_t seen_path_steps = 0;
   std::uint64_t breaks_on_seen_paths = 0;        // graph breaks in steps of a seen path
+  std::array<std::uint64_t, kBreakReasons> seen_path_breaks_by_reason{};
   std::uint64_t seen_path_steps_that_broke = 0;
   std::uint64_t seen_path_memory_calls = 0;      // backend memory calls in those steps
   std::uint64_t distinct_keys = 0;
@@ -149,7 +177,13 @@ struct PerturbedCounts {
     std::ostringstream s;
     s << steps << " steps: " << overlaps << " overlaps, " << mismatches << " content mismatches, "
       << breaks_on_seen_paths << " breaks on seen paths (in " << seen_path_steps_that_broke
-      << " of " << seen_path_steps << " seen-path steps), " << seen_path_memory_calls
+      << " of " << seen_path_steps << " seen-path steps";
+    for (std::size_t r = 0; r < kBreakReasons; ++r) {
+      if (seen_path_breaks_by_reason[r] == 0) continue;
+      s << "; " << seen_path_breaks_by_reason[r] << ' '
+        << break_reason_name(static_cast<BreakReason>(r));
+    }
+    s << "), " << seen_path_memory_calls
       << " memory calls in seen-path steps, " << breaks << " breaks in all, " << distinct_keys
       << " distinct paths, " << rogues << " rogues, " << dynamic_steps
       << " steps past the branch cap, " << leaked << " buffers leaked past end (freed "
@@ -219,6 +253,10 @@ class PerturbedRunner {
     if (seen) {
       ++counts_.seen_path_steps;
       counts_.breaks_on_seen_paths += breaks;
+      for (std::size_t r = 0; r < kBreakReasons; ++r) {
+        counts_.seen_path_breaks_by_reason[r] +=
+            after.breaks_by_reason[r] - before.breaks_by_reason[r];
+      }
       counts_.seen_path_steps_that_broke += breaks > 0 ? 1 : 0;
       counts_.seen_path_memory_calls += calls;
       if (recording() && (breaks > 0 || calls > 0)) failed_ = true;

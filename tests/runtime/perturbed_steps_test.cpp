@@ -65,19 +65,25 @@ void expect_coverage(const PerturbedCounts& c, double seen_fraction) {
   EXPECT_GT(c.freed_in_later_steps, 0u);
 }
 
-TEST(PerturbedSteps, SeenPathsNeverBreakNorCallTheBackendAndEveryByteHolds) {
-  const PerturbedCounts c = run_perturbed(options_with_cap(1024), PerturbConfig{.seed = 1}, 10'000);
+class PerturbedSteps : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(PerturbedSteps, SeenPathsNeverBreakNorCallTheBackendAndEveryByteHolds) {
+  const PerturbedCounts c =
+      run_perturbed(options_with_cap(1024), PerturbConfig{.seed = GetParam()}, 10'000);
   expect_guarantees(c);
   expect_coverage(c, 0.9);
   EXPECT_EQ(c.dynamic_steps, 0u) << "the paths should fit in the cap";
 }
 
-TEST(PerturbedSteps, PastTheBranchCapSeenPathsStillNeverBreak) {
-  const PerturbedCounts c = run_perturbed(options_with_cap(8), PerturbConfig{.seed = 2}, 10'000);
+TEST_P(PerturbedSteps, PastTheBranchCapSeenPathsStillNeverBreak) {
+  const PerturbedCounts c =
+      run_perturbed(options_with_cap(8), PerturbConfig{.seed = GetParam()}, 10'000);
   expect_guarantees(c);
   expect_coverage(c, 0.25);
   EXPECT_GT(c.dynamic_steps, 0u) << "the cap should be overrun";
 }
+
+INSTANTIATE_TEST_SUITE_P(Seeds, PerturbedSteps, ::testing::Values(1u, 2u, 3u));
 
 }  // namespace
 }  // namespace memplan::testing
