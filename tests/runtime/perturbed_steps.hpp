@@ -89,6 +89,8 @@ inline std::vector<std::pair<int, int>> swappable_frees(const Program& program) 
   return pairs;
 }
 
+// A base's menu: one perturbation of each kind, then kinds at random. A swap takes two frees that
+// can trade places, so that it changes the path.
 inline std::vector<Perturbation> random_menu(std::mt19937& rng, const Program& base, int entries) {
   const auto events = static_cast<int>(std::count_if(
       base.begin(), base.end(), [](const Op& op) { return op.kind == Op::Alloc; }));
