@@ -25,6 +25,7 @@ struct Op {
   std::size_t size = 0;
   std::string tag;
   bool paused = false;  // allocate inside a pause scope
+  std::size_t alignment = 0;  // 0: the compiler's default
 };
 using Program = std::vector<Op>;
 
@@ -84,7 +85,7 @@ class BasicHarness {
     auto step = compiler_.step(name);
     for (const Op& op : program) {
       if (op.kind == Op::Alloc) {
-        pointers.push_back(allocate(op.id, op.size, op.tag, op.paused));
+        pointers.push_back(allocate(op.id, op.size, op.tag, op.paused, op.alignment));
       } else {
         release(op.id);
       }
@@ -92,13 +93,14 @@ class BasicHarness {
     return pointers;
   }
 
-  void* allocate(int id, std::size_t size, const std::string& tag = {}, bool paused = false) {
+  void* allocate(int id, std::size_t size, const std::string& tag = {}, bool paused = false,
+                 std::size_t alignment = 0) {
     void* p = nullptr;
     if (paused) {
       auto pause = compiler_.pause();
-      p = compiler_.allocate(size, {}, tag);
+      p = compiler_.allocate(size, {}, tag, alignment);
     } else {
-      p = compiler_.allocate(size, {}, tag);
+      p = compiler_.allocate(size, {}, tag, alignment);
     }
     expect_no_overlap(p, size);
     const auto pattern = static_cast<unsigned char>(next_pattern_++ % 251 + 1);
@@ -120,6 +122,9 @@ class BasicHarness {
     for (const auto& [id, l] : live_) expect_intact(l);
   }
   bool is_live(int id) const { return live_.contains(id); }
+  // Shadow-model violations so far (each also reported as a test failure), for counting runs.
+  std::uint64_t overlaps() const { return overlaps_; }
+  std::uint64_t mismatches() const { return mismatches_; }
 
  private:
   struct Live {
@@ -128,9 +133,10 @@ class BasicHarness {
     unsigned char pattern;
   };
 
-  static void expect_intact(const Live& l) {
+  void expect_intact(const Live& l) const {
     const std::size_t at = Memory::first_difference(l.p, l.size, l.pattern);
     if (at != l.size) {
+      ++mismatches_;
       ADD_FAILURE() << "byte " << at << " of the " << l.size << " B buffer at " << l.p
                     << " was overwritten";
     }
@@ -141,6 +147,7 @@ class BasicHarness {
     for (const auto& [id, l] : live_) {
       const auto b = reinterpret_cast<std::uintptr_t>(l.p);
       if (a < b + l.size && b < a + size) {
+        ++overlaps_;
         ADD_FAILURE() << "new " << size << " B buffer at " << p << " overlaps live buffer " << id;
       }
     }
@@ -150,6 +157,8 @@ class BasicHarness {
   Compiler compiler_;
   std::map<int, Live> live_;
   unsigned next_pattern_ = 0;
+  mutable std::uint64_t overlaps_ = 0;
+  mutable std::uint64_t mismatches_ = 0;
 };
 
 using Harness = BasicHarness<HostMemory>;
