@@ -34,12 +34,12 @@ void BM_PerturbedSteps(benchmark::State& state) {
   counter("seen_breaks", c.breaks_on_seen_paths);
   counter("seen_broken_steps", c.seen_path_steps_that_broke);
   counter("seen_mem_calls", c.seen_path_memory_calls);
+  counter("seen_leaking_mem_calls", c.leaking_seen_path_memory_calls);
   const auto seen_breaks = [&](memplan::BreakReason reason) {
     return c.seen_path_breaks_by_reason[static_cast<std::size_t>(reason)];
   };
   counter("seen_unknown_alloc", seen_breaks(memplan::BreakReason::UnknownAllocation));
   counter("seen_rogue_range", seen_breaks(memplan::BreakReason::RangeOccupied));
-  counter("seen_unexpected_free", seen_breaks(memplan::BreakReason::UnexpectedFree));
   counter("seen_unexpected_end", seen_breaks(memplan::BreakReason::UnexpectedEnd));
   counter("seen_steps", c.seen_path_steps);
   counter("breaks", c.breaks);
