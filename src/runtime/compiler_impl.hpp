@@ -137,6 +137,11 @@ struct Compiler::Impl {
   [[nodiscard]] std::string scope_path() const;
   [[nodiscard]] Stats snapshot() const;
   [[nodiscard]] std::string report() const;
+  [[nodiscard]] std::string describe_memory() const;
+  // An OutOfMemory naming the request that failed (an allocation, or begin_step's mapping), what
+  // is mapped and what is live, with the cause's own message after it.
+  [[noreturn]] void rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const;
+  [[noreturn]] void rethrow_begin_step_failure(std::string_view name, const OutOfMemory& cause) const;
 
   [[nodiscard]] Bytes offset_of(const void* p) const noexcept {
     return static_cast<Bytes>(static_cast<const std::byte*>(p) -
