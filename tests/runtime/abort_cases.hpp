@@ -6,7 +6,6 @@
 // without a break.
 #pragma once
 
-#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -147,9 +146,10 @@ template <class H>
       owners.release(op.id);
     }
   }
-  auto pause = in_pause ? std::optional<PauseGuard>(h.compiler().pause()) : std::nullopt;
   if (in_pause) {
-    owners.allocate(kPausedInStep, kPausedInStepBytes, /*paused=*/false);
+    auto pause = h.compiler().pause();
+    owners.allocate(kPausedInStep, kPausedInStepBytes, /*paused=*/false);  // the pool: paused
+    throw ModelFailed();
   }
   throw ModelFailed();
 }
