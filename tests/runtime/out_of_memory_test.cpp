@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <thread>
 
 #include "abort_cases.hpp"
 #include "limited_host.hpp"
@@ -187,6 +188,21 @@ TEST(OutOfMemory, AtALearnedRogueSiteWhileReplayingItIsNamedAndTheStepCanAbort) 
   EXPECT_EQ(st.graph_breaks, breaks);
   EXPECT_EQ(st.steps_replayed, 2u);
   EXPECT_EQ(st.steps_aborted, 1u);
+}
+
+// Outside steps and from a thread other than the step's, the pool serves: the message says which.
+TEST(OutOfMemory, OutsideStepsAndFromAnotherThreadThePoolIsNamedWithTheReason) {
+  LimitedHarness h;
+  auto other = leave_only(h, 0);
+  expect_names(out_of_memory_message([&] { (void)h.compiler().allocate(kMiB); }),
+               {"allocate 1048576 B in the persistent pool (outside steps)",
+                "mapped: 0 B in the planned arena, 0 B in the pool"});
+  auto step = h.compiler().step("denoise");
+  std::string message;
+  std::thread([&] { message = out_of_memory_message([&] { (void)h.compiler().allocate(kMiB); }); })
+      .join();
+  expect_names(message, {"allocate 1048576 B in the persistent pool (from another thread, in step "
+                         "'denoise' at event 0)"});
 }
 
 // Replay maps nothing: begin_step maps the largest plan of the step's name, so that is where a
