@@ -141,7 +141,8 @@ struct Compiler::Impl {
   // An OutOfMemory naming the request that failed (an allocation, or begin_step's mapping), what
   // is mapped and what is live, with the cause's own message after it.
   [[noreturn]] void rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const;
-  [[noreturn]] void rethrow_begin_step_failure(std::string_view name, const OutOfMemory& cause) const;
+  [[noreturn]] void rethrow_begin_step_failure(std::string_view name,
+                                               const OutOfMemory& cause) const;
 
   [[nodiscard]] Bytes offset_of(const void* p) const noexcept {
     return static_cast<Bytes>(static_cast<const std::byte*>(p) -

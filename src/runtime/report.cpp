@@ -80,7 +80,9 @@ std::string Compiler::Impl::describe_memory() const {
     const graph::AllocationGraph& g = current->graph;
     for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
       const graph::Node& node = g.node(n);
-      if (node.kind != graph::EventKind::Alloc || node.persistent || current->live[n] == nullptr) continue;
+      if (node.kind != graph::EventKind::Alloc || node.persistent || current->live[n] == nullptr) {
+        continue;
+      }
       ++step_buffers;
       step_bytes += node.key.size;
     }
@@ -119,9 +121,9 @@ void Compiler::Impl::rethrow_begin_step_failure(std::string_view name,
                                                 const OutOfMemory& cause) const {
   const auto it = graphs.find(name);
   const Bytes plans = it == graphs.end() ? 0 : it->second->graph.arena_bytes();
-  throw OutOfMemory(fmt::format("begin_step '{}': mapping the {} B of its plans: out of memory; {}. "
-                                "Cause: {}",
-                                name, plans, describe_memory(), cause.what()));
+  throw OutOfMemory(
+      fmt::format("begin_step '{}': mapping the {} B of its plans: out of memory; {}. Cause: {}",
+                  name, plans, describe_memory(), cause.what()));
 }
 
 std::string Compiler::Impl::report() const {

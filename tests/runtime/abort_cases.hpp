@@ -1,7 +1,7 @@
 // Aborted steps, for the host and the GPU tests alike. An exception thrown before any event of a
 // step (recording, replaying, after a graph break, past the branch cap, at a learned rogue site,
 // with a rogue live, inside a pause or not) aborts the step; once the buffers the step's code owns
-// are freed — by the unwinding, before the step guard aborts the step, or by the caller after it —
+// are freed (by the unwinding, before the step guard aborts the step, or by the caller after it),
 // memory is back at its pre-step level to the byte, and the next steps follow the known path
 // without a break.
 #pragma once
@@ -157,9 +157,10 @@ template <class H>
 // One abort: the step `scenario.aborted` throws before its event `event`.
 template <class H>
 void check_abort(const AbortScenario& scenario, std::size_t event, bool in_pause, FreedBy freed) {
-  SCOPED_TRACE(::testing::Message() << scenario.name << ": exception before event " << event
-                                    << (in_pause ? ", inside a pause" : "") << ", freed by "
-                                    << (freed == FreedBy::Unwinding ? "the unwinding" : "the caller"));
+  SCOPED_TRACE(::testing::Message()
+               << scenario.name << ": exception before event " << event
+               << (in_pause ? ", inside a pause" : "") << ", freed by "
+               << (freed == FreedBy::Unwinding ? "the unwinding" : "the caller"));
   H h(scenario.options);
   for (const Phase& phase : scenario.setup) run_phase(h, phase);
   const MemoryLevel before = memory_level(h);

@@ -57,7 +57,8 @@ TEST(Abort, BuffersTheCallerKeepsAreRoguesUntilFreed) {
   EXPECT_EQ(after.live_rogues, before.live_rogues);
   EXPECT_EQ(after.live_rogue_bytes, before.live_rogue_bytes);
   EXPECT_EQ(after.pool_allocated, before.pool_allocated);
-  EXPECT_LE(after.mapped, h.compiler().stats().planned_peak_bytes + h.compiler().options().chunk_bytes);
+  EXPECT_LE(after.mapped,
+            h.compiler().stats().planned_peak_bytes + h.compiler().options().chunk_bytes);
   for (int s = 0; s < 2; ++s) h.run_step(kAbortProgram);  // the first branch again: no break
   EXPECT_EQ(h.compiler().stats().graph_breaks, 1u);
 }

@@ -75,7 +75,8 @@ TEST(OutOfMemory, WhileRecordingItNamesTheRequestMappedAndLiveBytesAndTheStepGoe
     auto other = leave_only(h, 2 * 2 * kMiB);
     auto step = h.compiler().step("denoise");
     h.allocate(1, kMiB);
-    const std::string message = out_of_memory_message([&] { (void)h.compiler().allocate(8 * kMiB); });
+    const std::string message =
+        out_of_memory_message([&] { (void)h.compiler().allocate(8 * kMiB); });
     expect_names(message, {"allocate 8388608 B in step 'denoise' at event 1 (recording)",
                            "mapped: 2097152 B in the planned arena, 2097152 B in the pool",
                            "live: 1048576 B in 1 buffer(s) of the step, 65536 B in 1 rogue(s), "
@@ -156,7 +157,8 @@ TEST(OutOfMemory, InAPauseItNamesThePoolAndTheStepGoesOn) {
 
 TEST(OutOfMemory, AtALearnedRogueSiteWhileReplayingItIsNamedAndTheStepCanAbort) {
   LimitedHarness h;
-  h.run_step({alloc(1, 4096), alloc(9, kMiB), free_(1)});  // 9 outlives the step: its site is learned
+  // Buffer 9 outlives the step: its site is learned, and served by the pool from now on.
+  h.run_step({alloc(1, 4096), alloc(9, kMiB), free_(1)});
   h.release(9);
   const MemoryLevel before = memory_level(h);  // trim() gave the pool's room back
   EXPECT_EQ(before.pool_mapped, 0u);
