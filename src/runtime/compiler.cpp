@@ -130,7 +130,11 @@ void Compiler::deallocate(void* p, arena::StreamRef stream) {
 void Compiler::begin_step(std::string_view name) {
   const std::lock_guard guard(impl_->lock);
   impl_->lock.claim_ownership();  // the first step's thread gets the lock's fast path
-  impl_->begin_step(name);
+  try {
+    impl_->begin_step(name);
+  } catch (const OutOfMemory& e) {
+    impl_->rethrow_begin_step_failure(name, e);
+  }
 }
 
 void Compiler::end_step() {

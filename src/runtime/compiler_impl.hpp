@@ -148,6 +148,12 @@ struct Compiler::Impl {
   [[nodiscard]] std::string scope_path() const;
   [[nodiscard]] Stats snapshot() const;
   [[nodiscard]] std::string report() const;
+  [[nodiscard]] std::string describe_memory() const;
+  // An OutOfMemory naming the request that failed (an allocation, or begin_step's mapping), what
+  // is mapped and what is live, with the cause's own message after it.
+  [[noreturn]] void rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const;
+  [[noreturn]] void rethrow_begin_step_failure(std::string_view name,
+                                               const OutOfMemory& cause) const;
 
   // Where planned offset `offset` is: plans are laid out from the window on.
   [[nodiscard]] void* planned_address(Bytes offset) const noexcept {

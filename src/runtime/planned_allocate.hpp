@@ -14,7 +14,11 @@ namespace memplan {
     use_stream(stream);
   }
   impl_->last_stream = stream;
-  return impl_->allocate(bytes, tag, alignment);
+  try {
+    return impl_->allocate(bytes, tag, alignment);
+  } catch (const OutOfMemory& e) {
+    impl_->rethrow_allocate_failure(bytes, e);
+  }
 }
 
 }  // namespace memplan

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <thread>
 
 #include "compiler_impl.hpp"
 
@@ -66,6 +68,61 @@ Stats Compiler::Impl::snapshot() const {
   s.pool_allocated_bytes = pool_stats.allocated_bytes;
   s.backend_calls = backend.calls();
   return s;
+}
+
+// What is mapped and what is live when memory ran out: the running step's arena buffers (its
+// learned-site buffers are in the pool), the rogues and the pool. An error path: walks are fine.
+std::string Compiler::Impl::describe_memory() const {
+  std::size_t step_buffers = 0;
+  Bytes step_bytes = 0;
+  if (current != nullptr && mode == StepMode::Replay) {
+    const graph::AllocationGraph& g = current->graph;
+    for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
+      const graph::Node& node = g.node(n);
+      if (node.kind != graph::EventKind::Alloc || node.persistent || current->live[n] == nullptr) {
+        continue;
+      }
+      ++step_buffers;
+      step_bytes += node.key.size;
+    }
+  } else if (current != nullptr) {
+    for (const auto& [p, instance] : recorded) {
+      ++step_buffers;
+      step_bytes += instance.size;
+    }
+  }
+  return fmt::format(
+      "mapped: {} B in the planned arena, {} B in the pool; live: {} B in {} buffer(s) of the "
+      "step, {} B in {} rogue(s), {} B allocated in the pool",
+      arena.mapped_bytes(), pool.arena().mapped_bytes(), step_bytes, step_buffers,
+      stats.live_rogue_bytes, stats.live_rogues, pool.stats().allocated_bytes);
+}
+
+void Compiler::Impl::rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const {
+  std::string request;
+  if (current == nullptr) {
+    request = fmt::format("allocate {} B in the persistent pool (outside steps)", bytes);
+  } else if (pause_depth > 0 || std::this_thread::get_id() != step_thread) {
+    request = fmt::format("allocate {} B in the persistent pool ({}, in step '{}' at event {})",
+                          bytes, pause_depth > 0 ? "inside a pause" : "from another thread",
+                          current->name, event_index);
+  } else {
+    constexpr std::array<std::string_view, 3> kModes{"replaying", "recording",
+                                                     "dynamic, past the branch cap"};
+    request = fmt::format("allocate {} B in step '{}' at event {} ({})", bytes, current->name,
+                          event_index, kModes[static_cast<std::size_t>(mode)]);
+  }
+  throw OutOfMemory(
+      fmt::format("{}: out of memory; {}. Cause: {}", request, describe_memory(), cause.what()));
+}
+
+void Compiler::Impl::rethrow_begin_step_failure(std::string_view name,
+                                                const OutOfMemory& cause) const {
+  const auto it = graphs.find(name);
+  const Bytes plans = it == graphs.end() ? 0 : it->second->graph.arena_bytes();
+  throw OutOfMemory(
+      fmt::format("begin_step '{}': mapping the {} B of its plans: out of memory; {}. Cause: {}",
+                  name, plans, describe_memory(), cause.what()));
 }
 
 std::string Compiler::Impl::report() const {

@@ -1,12 +1,14 @@
 // The compiler on the CUDA VMM backend, against device memory: the host tests' guarantees
 // (replay without driver calls at stable addresses, converging breaks, flat memory with rogues,
-// the shadow model) checked on the H200 with cudaMemset fills and cudaMemcpy read-backs.
+// the shadow model, aborted steps) checked on the H200 with cudaMemset fills and cudaMemcpy
+// read-backs.
 // Every test skips without a GPU.
 #include <cuda_runtime.h>
 
 #include <random>
 
 #include "memplan/arena/cuda_vmm_backend.hpp"
+#include "abort_cases.hpp"
 #include "support/gpu.hpp"
 #include "rogue_cases.hpp"
 
@@ -144,6 +146,16 @@ TEST(GpuCompiler, ALearnedSiteThatStopsBeingRogueIsForgotten) {
 TEST(GpuCompiler, ARogueCostsItsOwnChunksAndTheArenaComesBackOnceItIsFreed) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   a_rogue_costs_its_own_chunks<GpuHarness>();
+}
+
+// The host's abort tests (abort_cases.hpp) on device memory: an exception before any event of a
+// step, in every scenario, leaves the compiler's counts and the chunks the driver holds for it
+// (cuMemCreate - cuMemRelease calls) at their pre-step level, and the next steps replay.
+TEST(GpuCompiler, AnAbortAtAnyEventLeavesMemoryAtItsPreStepLevel) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  for (const AbortScenario& scenario : abort_scenarios<GpuHarness>()) {
+    check_aborts_at_every_event<GpuHarness>(scenario);
+  }
 }
 
 }  // namespace

@@ -60,7 +60,10 @@ struct CompilerOptions {
   std::size_t default_alignment = 256;                     // every pointer is aligned to this
   std::size_t branch_cap = 64;                             // branches per step name
   OverCapPolicy over_cap = OverCapPolicy::Error;
-  std::chrono::milliseconds plan_budget{200};              // planner time per new branch
+  // Wall time for planning one new branch (plan::PlanOptions::budget): it bounds the whole
+  // planner run, the greedy portfolio included, and the exact search gets what is left. The
+  // checks, the lower bound, the portfolio's first strategy and the validator always run.
+  std::chrono::milliseconds plan_budget{200};
   bool trim_after_recording = true;  // unmap what recording touched beyond the plans
   bool thread_safe = true;           // false: one thread drives the compiler, no lock is taken
   CheckOptions check;                // debugging runs: poison, no reuse, guard gaps (check.hpp)
