@@ -78,9 +78,15 @@ void Compiler::Impl::move_window() {
       return need > 0 && h.first < at + need && at < h.second;
     });
   };
+  // Clear of rogues for every step's plans; mapped for this step's (the others map at their
+  // begin_step).
+  const auto map_this_steps_plans = [&] {
+    const Bytes mine = current != nullptr ? current->graph.arena_bytes() : need;
+    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(mine));
+  };
   if (clear(window)) {
     rogues_in_window = false;
-    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(need));
+    map_this_steps_plans();
     return;
   }
   std::optional<Bytes> to;
@@ -94,7 +100,7 @@ void Compiler::Impl::move_window() {
     logger().warn("no window of {} B clear of {} live rogue(s) in the arena's {} B; replay "
                   "checks their ranges instead",
                   need, stats.live_rogues, reserved);
-    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(need));
+    map_this_steps_plans();
     return;
   }
   const Bytes from = window;
@@ -106,7 +112,7 @@ void Compiler::Impl::move_window() {
     rogues_in_window = true;
     logger().warn("moving the plans clear of the rogues failed ({}); replay checks their ranges "
                   "instead", e.what());
-    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(need));
+    map_this_steps_plans();
     return;
   }
   rogues_in_window = false;
