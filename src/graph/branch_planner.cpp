@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "memplan/error.hpp"
@@ -15,7 +16,8 @@
 namespace memplan::graph {
 
 plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
-                             std::span<const Obstacle> obstacles, std::vector<NodeId>* nodes) {
+                             std::span<const Obstacle> obstacles, std::vector<NodeId>* nodes,
+                             FreedLate freed_late) {
   const NodeId end = graph.branch(branch).end;
   const auto end_time = static_cast<plan::Time>(graph.node(end).depth);
   plan::Problem problem;
@@ -34,7 +36,10 @@ plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
       problem.buffers.push_back(std::move(b));
       if (nodes != nullptr) nodes->push_back(id);
     } else if (n.kind == EventKind::Free) {
-      if (const auto it = index_of.find(n.buffer); it != index_of.end()) {
+      const bool passed_live = id < freed_late.first_new &&
+                               std::find(freed_late.buffers.begin(), freed_late.buffers.end(),
+                                         n.buffer) != freed_late.buffers.end();
+      if (const auto it = index_of.find(n.buffer); it != index_of.end() && !passed_live) {
         problem.buffers[it->second].upper = static_cast<plan::Time>(n.depth);
       }
     }
@@ -51,9 +56,9 @@ plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
 
 plan::Solution plan_branch(AllocationGraph& graph, BranchId branch,
                            std::span<const Obstacle> obstacles,
-                           std::chrono::milliseconds budget) {
+                           std::chrono::milliseconds budget, FreedLate freed_late) {
   std::vector<NodeId> nodes;
-  const plan::Problem problem = branch_problem(graph, branch, obstacles, &nodes);
+  const plan::Problem problem = branch_problem(graph, branch, obstacles, &nodes, freed_late);
   plan::Solution solution = plan::plan(problem, {.budget = budget});
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     Node& n = graph.node(nodes[i]);

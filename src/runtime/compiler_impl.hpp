@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <string>
 #include <thread>
@@ -68,7 +69,8 @@ struct Compiler::Impl {
   // foreign is live, no option needs checking. nullptr / false: take the full path instead.
   void* try_replay_allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
     if (current == nullptr || mode != StepMode::Replay || pause_depth != 0 || alignment != 0 ||
-        !tag.empty() || rogues_in_window || std::this_thread::get_id() != step_thread)
+        !tag.empty() || rogues_in_window || !late.empty() ||
+        std::this_thread::get_id() != step_thread)
         [[unlikely]] {
       return nullptr;
     }
@@ -90,7 +92,7 @@ struct Compiler::Impl {
     return p;
   }
   bool try_replay_free(void* p) {
-    if (current == nullptr || mode != StepMode::Replay) [[unlikely]] return false;
+    if (current == nullptr || mode != StepMode::Replay || !late.empty()) [[unlikely]] return false;
     const graph::AllocationGraph& g = current->graph;
     const NodeId c = g.node(cursor).first_child;
     if (c == graph::kNoNode) [[unlikely]] return false;
@@ -116,6 +118,7 @@ struct Compiler::Impl {
   void* serve_replayed(NodeId node, std::size_t bytes);
   template <class Accept>
   [[nodiscard]] NodeId find_reachable(Accept&& accept) const;
+  [[nodiscard]] bool clear_of_late(const graph::Node& n, std::span<const NodeId> passed_late) const;
   void pass_to(NodeId node);
   [[nodiscard]] bool freed_early_contains(NodeId buffer) const noexcept {
     return std::find(freed_early.begin(), freed_early.end(), buffer) != freed_early.end();
@@ -185,6 +188,9 @@ struct Compiler::Impl {
   // Those Free nodes are then passed whenever the next event lies beyond them, so frees match in
   // any order (find_reachable).
   std::vector<NodeId> freed_early;
+  // Buffers of the replayed step still live whose Free node the path has passed (freed later than
+  // on record): a replayed allocation must be clear of them (clear_of_late).
+  std::vector<NodeId> late;
   std::uint64_t step_serial = 0;
   std::uint64_t event_index = 0;
   std::size_t live_in_step = 0;  // buffers of the running step not yet freed: rogues if any at end
@@ -198,6 +204,7 @@ struct Compiler::Impl {
   std::unordered_map<void*, Instance> recorded;        // live arena buffers of the step
   std::unordered_map<void*, NodeId> step_pool_live;    // live learned-site buffers of the step
   NodeId first_recorded = graph::kNoNode;              // forgotten if the step aborts
+  std::vector<NodeId> recorded_late;  // buffers freed late when the recording began (FreedLate)
 
   // Where plans lie in the arena: planned offset 0 is at base + window (a whole number of chunks).
   // A rogue keeps its bytes where they are; at the end of the step that made it, the window moves

@@ -154,14 +154,15 @@ void Compiler::Impl::reserve_learned_sites() {
 
 // A learned site whose buffer was freed inside its step 8 steps in a row has stopped being a
 // rogue: if a plan placed it before it was learned (its range is then kept in every plan through
-// it, see branch_planner.cpp), it is served from the plan again and its pool room goes. Each time
+// it, see branch_planner.cpp) and no replay relied on its being in the pool (pooled_past_free), it
+// is served from the plan again and its pool room goes. Each time
 // a site is forgotten and learned again, it must stay quiet twice as long (up to 255 steps), so
 // a site that leaks now and then settles in the pool instead of costing a rogue each time.
 void Compiler::Impl::note_learned_site_freed(NodeId node) {
   graph::Node& n = graph().node(node);
   const unsigned needed = std::min(8u << std::min<unsigned>(n.forgotten, 5), 255u);
   if (n.quiet_steps < needed) ++n.quiet_steps;
-  if (n.quiet_steps < needed || n.offset == graph::kUnplanned) return;
+  if (n.quiet_steps < needed || n.offset == graph::kUnplanned || n.pooled_past_free) return;
   n.persistent = false;
   n.quiet_steps = 0;
   if (n.forgotten < 255) ++n.forgotten;

@@ -4,7 +4,9 @@
 // best fit around whatever is live, and at its end the new branch is planned.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
+#include <span>
 
 #include "compiler_impl.hpp"
 #include "memplan/arena/pointer_errors.hpp"
@@ -70,14 +72,16 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
                             graph::tag_hash(tag)};
   if (mode == StepMode::Replay) {
     const graph::AllocationGraph& g = graph();
-    const auto matches = [&](NodeId c) {
+    const auto matches = [&](NodeId c, std::span<const NodeId>) {
       const graph::Node& n = g.node(c);
       return n.kind == graph::EventKind::Alloc && n.key == key;
     };
-    const NodeId match = find_reachable([&](NodeId c) {
+    const NodeId match = find_reachable([&](NodeId c, std::span<const NodeId> passed_late) {
       const graph::Node& n = g.node(c);
-      return matches(c) && (n.persistent || !rogues_in_window ||
-                            !occupied.overlaps(window + n.offset, n.key.size));
+      return matches(c, passed_late) &&
+             (n.persistent || ((!rogues_in_window ||
+                                !occupied.overlaps(window + n.offset, n.key.size)) &&
+                               clear_of_late(n, passed_late)));
     });
     if (match != graph::kNoNode) [[likely]] {
       pass_to(match);
@@ -92,36 +96,66 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
 }
 
 // The oldest node (the smallest id) that `accept`s among the cursor's children and, through Free
-// nodes of buffers freed early, their children. The oldest, because the graph only grows: a path
-// that matched once matches the same nodes again, whatever branches were added since (guarantee
-// 4). The first child is the oldest of all of them, which is why the inline fast path may take it.
+// nodes, their children. A Free node is passed when its buffer was freed early (it is settled
+// then), or when the buffer is still live (it is freed late: `accept` gets those passed on the
+// way, so that an allocation is taken only if its planned range is clear of them). The oldest,
+// because the graph only grows: a path that matched once matches the same nodes again, whatever
+// branches were added since (guarantee 4). The first child is the oldest of all of them, which is
+// why the inline fast path may take it.
 template <class Accept>
 NodeId Compiler::Impl::find_reachable(Accept&& accept) const {
   const graph::AllocationGraph& g = current->graph;
   NodeId best = graph::kNoNode;
-  std::vector<NodeId> through{cursor};
-  while (!through.empty()) {
-    const NodeId at = through.back();
-    through.pop_back();
+  std::vector<NodeId> passed_late;
+  const auto visit = [&](const auto& self, NodeId at) -> void {
     for (NodeId c = g.node(at).first_child; c != graph::kNoNode; c = g.node(c).next_sibling) {
       const graph::Node& n = g.node(c);
-      if (accept(c)) {
+      if (accept(c, std::span<const NodeId>(passed_late))) {
         best = std::min(best, c);
-      } else if (n.kind == graph::EventKind::Free && !freed_early.empty() &&
-                 freed_early_contains(n.buffer)) {
-        through.push_back(c);
+      } else if (n.kind == graph::EventKind::Free) {
+        if (!freed_early.empty() && freed_early_contains(n.buffer)) {
+          self(self, c);
+        } else if (current->live[n.buffer] != nullptr &&
+                   std::find(late.begin(), late.end(), n.buffer) == late.end() &&
+                   std::find(passed_late.begin(), passed_late.end(), n.buffer) ==
+                       passed_late.end()) {
+          passed_late.push_back(n.buffer);
+          self(self, c);
+          passed_late.pop_back();
+        }
       }
     }
-  }
+  };
+  visit(visit, cursor);
   return best;
 }
 
-// Moves the cursor to just before `node`, a result of find_reachable: the Free nodes passed on
-// the way are of buffers freed early, which are then settled.
+// Whether planned node `n`'s range is clear of every buffer freed late (live, its Free node
+// passed): those already passed, and `passed_late` on the way to `n`.
+bool Compiler::Impl::clear_of_late(const graph::Node& n, std::span<const NodeId> passed_late) const {
+  const graph::AllocationGraph& g = current->graph;
+  const auto clear = [&](NodeId buffer) {
+    const graph::Node& b = g.node(buffer);
+    return b.persistent || b.offset + b.key.size <= n.offset || n.offset + n.key.size <= b.offset;
+  };
+  return std::all_of(late.begin(), late.end(), clear) &&
+         std::all_of(passed_late.begin(), passed_late.end(), clear);
+}
+
+// Moves the cursor to just before `node`, a result of find_reachable: of the Free nodes passed on
+// the way, those of buffers freed early are settled, the others' buffers are freed late.
 void Compiler::Impl::pass_to(NodeId node) {
-  const graph::AllocationGraph& g = graph();
+  graph::AllocationGraph& g = graph();
   for (NodeId n = g.node(node).parent; n != cursor; n = g.node(n).parent) {
-    std::erase(freed_early, g.node(n).buffer);
+    const NodeId buffer = g.node(n).buffer;
+    if (freed_early_contains(buffer)) {
+      std::erase(freed_early, buffer);
+    } else {
+      late.push_back(buffer);
+      // Served from the pool, it may outlive its Free node; from the plan it could not, so it
+      // is never forgotten (a seen path would break on its range).
+      if (graph().node(buffer).persistent) graph().node(buffer).pooled_past_free = true;
+    }
   }
   cursor = g.node(node).parent;
 }
@@ -163,10 +197,14 @@ void Compiler::Impl::deallocate(void* p) {
           note_learned_site_freed(buffer);
         }
         live[buffer] = nullptr;
+        const auto was_late = std::find(late.begin(), late.end(), buffer);
+        if (was_late != late.end()) late.erase(was_late);
         if (next) {
           cursor = c;
         } else {
-          freed_early.push_back(buffer);  // not a break: its Free node is passed later
+          // Not a break. Freed early: its Free node is passed later. Freed late (its Free node
+          // is behind): a later Free node of it, where the path has one, is passed the same way.
+          freed_early.push_back(buffer);
           ++stats.frees_out_of_order;
         }
         ++event_index;
@@ -221,6 +259,10 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
     }
   }
   freed_early.clear();
+  // Live, so the recording keeps their bytes and records their frees again; the plan must know
+  // that they outlive the Free nodes the replay passed.
+  if (mode == StepMode::Record) recorded_late = late;
+  late.clear();
   if (capped && options.over_cap == OverCapPolicy::Error) {
     throw BranchLimitExceeded(fmt::format(
         "step '{}' would need branch {} but the cap is {} (CompilerOptions::branch_cap); the "
@@ -316,8 +358,9 @@ void Compiler::Impl::end_step() {
         current->name, pauses_in_step));
   }
   if (mode == StepMode::Replay) {
-    const NodeId end = find_reachable(
-        [&](NodeId c) { return graph().node(c).kind == graph::EventKind::End; });
+    const NodeId end = find_reachable([&](NodeId c, std::span<const NodeId>) {
+      return graph().node(c).kind == graph::EventKind::End;
+    });
     if (end != graph::kNoNode) {
       pass_to(end);
       const bool rogues_made = harvest_rogues(/*learn_sites=*/true);
@@ -348,7 +391,8 @@ void Compiler::Impl::plan_recorded_branch() {
   current->live.push_back(nullptr);
   plan::Solution solution;
   try {
-    solution = graph::plan_branch(g, branch, obstacles, options.plan_budget);
+    solution = graph::plan_branch(g, branch, obstacles, options.plan_budget,
+                                  {recorded_late, first_recorded});
   } catch (...) {
     g.truncate(g.branch(branch).end);  // no half-made branch stays behind
     current->live.resize(g.node_count());
@@ -398,6 +442,8 @@ void Compiler::Impl::finish_step() noexcept {
   current = nullptr;
   cursor = graph::AllocationGraph::root();
   freed_early.clear();
+  late.clear();
+  recorded_late.clear();
   free_ranges.reset();
   if (!recorded.empty()) recorded.clear();  // clear() sweeps every bucket, even when empty
   if (!step_pool_live.empty()) step_pool_live.clear();

@@ -58,8 +58,8 @@ TEST(Divergence, FreesInAnotherOrderAreNotABreak) {
   EXPECT_EQ(st.frees_out_of_order, 3u + 5u + 2u * 5u);  // early: 2 comes before the path frees 1
 }
 
-// A free that comes later than the path has it, with an allocation between, is a new path: it
-// breaks once, and from then on both orders replay.
+// A free that comes later than the path has it, after an allocation the plan put on its bytes, is
+// a new path: it breaks once, and from then on both orders replay.
 TEST(Divergence, AFreeAfterTheNextAllocationBreaksOnceThenReplays) {
   Harness h;
   const Program on_time{alloc(1, 4096), free_(1), alloc(2, 4096), free_(2)};

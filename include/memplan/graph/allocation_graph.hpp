@@ -30,6 +30,8 @@ struct Node {
   bool persistent = false;      // Alloc: a learned rogue site, served from the persistent pool
   std::uint8_t quiet_steps = 0; // persistent: steps in a row that freed its buffer in the step
   std::uint8_t forgotten = 0;   // times it was learned and forgotten again
+  bool pooled_past_free = false;  // persistent: a replay passed its Free node with the buffer
+                                  // live; plans after that node may use its range, so it stays
   std::uint32_t depth = 0;      // events between the root and this node
   NodeId parent = kNoNode;
   NodeId first_child = kNoNode;

@@ -23,13 +23,21 @@ struct Obstacle {
 // The planner problem of `branch`: one buffer per Alloc node on its path that is not persistent or
 // has an offset, in path order, then one per obstacle. `nodes` receives the Alloc node of each buffer (obstacles have
 // none).
+// `freed_late` are buffers whose Free nodes before `first_new` (the branch's first node of its
+// own) the recording step passed while they were still live: they live on until a later Free
+// node, or to the end.
+struct FreedLate {
+  std::span<const NodeId> buffers;
+  NodeId first_new = kNoNode;
+};
 [[nodiscard]] plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
                                            std::span<const Obstacle> obstacles,
-                                           std::vector<NodeId>* nodes = nullptr);
+                                           std::vector<NodeId>* nodes = nullptr,
+                                           FreedLate freed_late = {});
 
 // Plans `branch` and stores its offsets and summary in the graph. Returns the planner's solution.
 plan::Solution plan_branch(AllocationGraph& graph, BranchId branch,
                            std::span<const Obstacle> obstacles,
-                           std::chrono::milliseconds budget);
+                           std::chrono::milliseconds budget, FreedLate freed_late = {});
 
 }  // namespace memplan::graph
