@@ -2,7 +2,8 @@
 // never freed on the path lives to the End node (only a rogue does that, and rogue sites are
 // persistent by the time a branch is planned, so normally none is left). A persistent site that
 // has an offset (it was learned after a plan placed it) keeps its range in every later plan, so
-// that it can be forgotten - served from the plan again - without overlapping anything.
+// that it can be forgotten - served from the plan again - without overlapping anything; unless a
+// replay kept its buffer in the pool past its Free node (pooled_past_free), which rules that out.
 #include "memplan/graph/branch_planner.hpp"
 
 #include <fmt/format.h>
@@ -25,7 +26,8 @@ plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
   if (nodes != nullptr) nodes->clear();
   for (const NodeId id : graph.path_to(end)) {
     const Node& n = graph.node(id);
-    if (n.kind == EventKind::Alloc && (!n.persistent || n.offset != kUnplanned)) {
+    if (n.kind == EventKind::Alloc &&
+        (!n.persistent || (n.offset != kUnplanned && !n.pooled_past_free))) {
       index_of.emplace(id, problem.buffers.size());
       plan::Buffer b{.id = fmt::format("node{}", id),
                      .lower = static_cast<plan::Time>(n.depth),

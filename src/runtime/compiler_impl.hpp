@@ -120,9 +120,6 @@ struct Compiler::Impl {
   [[nodiscard]] NodeId find_reachable(Accept&& accept) const;
   [[nodiscard]] bool clear_of_late(const graph::Node& n, std::span<const NodeId> passed_late) const;
   void pass_to(NodeId node);
-  [[nodiscard]] bool freed_early_contains(NodeId buffer) const noexcept {
-    return std::find(freed_early.begin(), freed_early.end(), buffer) != freed_early.end();
-  }
   [[nodiscard]] NodeId live_node_of(void* p) const;
   void start_recording();
   void* record_allocate(const graph::AllocKey& key, std::string_view tag);

@@ -96,9 +96,9 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
 }
 
 // The oldest node (the smallest id) that `accept`s among the cursor's children and, through Free
-// nodes, their children. A Free node is passed when its buffer was freed early (it is settled
-// then), or when the buffer is still live (it is freed late: `accept` gets those passed on the
-// way, so that an allocation is taken only if its planned range is clear of them). The oldest,
+// nodes, their children. A Free node is passed when its buffer is freed already (early: it is
+// settled then), or when the buffer is still live (it is freed late: `accept` gets those passed
+// on the way, so that an allocation is taken only if its planned range is clear of them). The oldest,
 // because the graph only grows: a path that matched once matches the same nodes again, whatever
 // branches were added since (guarantee 4). The first child is the oldest of all of them, which is
 // why the inline fast path may take it.
@@ -113,10 +113,9 @@ NodeId Compiler::Impl::find_reachable(Accept&& accept) const {
       if (accept(c, std::span<const NodeId>(passed_late))) {
         best = std::min(best, c);
       } else if (n.kind == graph::EventKind::Free) {
-        if (!freed_early.empty() && freed_early_contains(n.buffer)) {
-          self(self, c);
-        } else if (current->live[n.buffer] != nullptr &&
-                   std::find(late.begin(), late.end(), n.buffer) == late.end() &&
+        if (current->live[n.buffer] == nullptr) {
+          self(self, c);  // freed already (early, or late after its first Free node): settled
+        } else if (std::find(late.begin(), late.end(), n.buffer) == late.end() &&
                    std::find(passed_late.begin(), passed_late.end(), n.buffer) ==
                        passed_late.end()) {
           passed_late.push_back(n.buffer);
@@ -148,8 +147,8 @@ void Compiler::Impl::pass_to(NodeId node) {
   graph::AllocationGraph& g = graph();
   for (NodeId n = g.node(node).parent; n != cursor; n = g.node(n).parent) {
     const NodeId buffer = g.node(n).buffer;
-    if (freed_early_contains(buffer)) {
-      std::erase(freed_early, buffer);
+    if (current->live[buffer] == nullptr) {
+      std::erase(freed_early, buffer);  // settled (a no-op for a late buffer freed since)
     } else {
       late.push_back(buffer);
       // Served from the pool, it may outlive its Free node; from the plan it could not, so it
@@ -198,15 +197,15 @@ void Compiler::Impl::deallocate(void* p) {
         }
         live[buffer] = nullptr;
         const auto was_late = std::find(late.begin(), late.end(), buffer);
-        if (was_late != late.end()) late.erase(was_late);
         if (next) {
           cursor = c;
-        } else {
-          // Not a break. Freed early: its Free node is passed later. Freed late (its Free node
-          // is behind): a later Free node of it, where the path has one, is passed the same way.
-          freed_early.push_back(buffer);
+        } else if (was_late == late.end()) {
+          freed_early.push_back(buffer);  // not a break: its Free node is passed later
           ++stats.frees_out_of_order;
+        } else {
+          ++stats.frees_out_of_order;  // freed late: its Free node is behind
         }
+        if (was_late != late.end()) late.erase(was_late);
         ++event_index;
         --live_in_step;
         return;
@@ -261,7 +260,11 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
   freed_early.clear();
   // Live, so the recording keeps their bytes and records their frees again; the plan must know
   // that they outlive the Free nodes the replay passed.
-  if (mode == StepMode::Record) recorded_late = late;
+  if (mode == StepMode::Record) {
+    for (const NodeId buffer : late) {
+      if (!graph().node(buffer).persistent) recorded_late.push_back(buffer);  // pool: no bytes here
+    }
+  }
   late.clear();
   if (capped && options.over_cap == OverCapPolicy::Error) {
     throw BranchLimitExceeded(fmt::format(

@@ -21,7 +21,8 @@ struct Obstacle {
 };
 
 // The planner problem of `branch`: one buffer per Alloc node on its path that is not persistent or
-// has an offset, in path order, then one per obstacle. `nodes` receives the Alloc node of each buffer (obstacles have
+// may be forgotten (has an offset, never kept in the pool past its Free node), in path order, then
+// one per obstacle. `nodes` receives the Alloc node of each buffer (obstacles have
 // none).
 // `freed_late` are buffers whose Free nodes before `first_new` (the branch's first node of its
 // own) the recording step passed while they were still live: they live on until a later Free
