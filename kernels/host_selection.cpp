@@ -72,7 +72,9 @@ std::vector<double> block_scores(const AttentionShape& shape, std::span<const do
     const std::size_t head0 = row / n * n;
     for (std::size_t j = 0; j < n; ++j) {
       double s = 0.0;
-      for (std::size_t d = 0; d < dim; ++d) s += pooled_q[row * dim + d] * pooled_k[(head0 + j) * dim + d];
+      for (std::size_t d = 0; d < dim; ++d) {
+        s += pooled_q[row * dim + d] * pooled_k[(head0 + j) * dim + d];
+      }
       scores[row * n + j] = s * scale;
     }
   }
@@ -141,7 +143,8 @@ void select_blocks(const AttentionShape& shape, const AttentionPolicy& policy,
                                         "blocks, more than max_k = {}",
                                         q_block, size, max_k));
     }
-    std::copy_n(kept.begin(), std::min(size, max_k), idx.begin() + static_cast<std::ptrdiff_t>(row * max_k));
+    std::copy_n(kept.begin(), std::min(size, max_k),
+                idx.begin() + static_cast<std::ptrdiff_t>(row * max_k));
     count[row] = size;
   }
 }

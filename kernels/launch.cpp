@@ -133,7 +133,7 @@ void launch_selection(const AttentionShape& shape, const AttentionTensors& tenso
   check_tensors(shape, tensors);
   const WorkspaceLayout layout = workspace_layout(shape, policy);
   if (!traits(policy.mode).selects_blocks()) {
-    throw InvalidArgument(fmt::format("attention: selection needs a mode that selects blocks, not {}",
+    throw InvalidArgument(fmt::format("attention: selection needs a sparse mode, not {}",
                                       to_string(policy.mode)));
   }
   check_sinks(shape, policy);

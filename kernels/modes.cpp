@@ -10,7 +10,7 @@ namespace memplan::attention {
 const ModeTraits& traits(SparsityMode mode) {
   const ModeTraits* found = find_traits(mode);
   if (found == nullptr) {
-    throw InvalidArgument(fmt::format("attention: unknown sparsity mode {} (the table has {} modes)",
+    throw InvalidArgument(fmt::format("attention: unknown sparsity mode {} (the table has {})",
                                       static_cast<int>(mode), kModeTraits.size()));
   }
   return *found;

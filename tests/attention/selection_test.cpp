@@ -56,11 +56,13 @@ TEST(SelectionChecker, AcceptsTheHostReferenceAndRejectsASwap) {
   std::mt19937 rng(next_seed());
   const Tensor q = random_tensor(shape, rng, 1.0f);
   const Tensor k = random_tensor(shape, rng, 1.0f);
-  const auto scores = block_scores(shape, pool_blocks(shape, q.values), pool_blocks(shape, k.values));
+  const auto scores =
+      block_scores(shape, pool_blocks(shape, q.values), pool_blocks(shape, k.values));
   const int n = shape.blocks();
-  for (const AttentionPolicy& policy :
-       {make(SparsityMode::Tau, 1.0f, 10, 100, {0, 2}, {3, 4}), make(SparsityMode::Tau, 0.0f, 10, 10),
-        make(SparsityMode::TopK, 0, 15, 100, {0, 1}, {0, 1}), make(SparsityMode::Coarse, 0, 20, 100)}) {
+  for (const AttentionPolicy& policy : {make(SparsityMode::Tau, 1.0f, 10, 100, {0, 2}, {3, 4}),
+                                        make(SparsityMode::Tau, 0.0f, 10, 10),
+                                        make(SparsityMode::TopK, 0, 15, 100, {0, 1}, {0, 1}),
+                                        make(SparsityMode::Coarse, 0, 20, 100)}) {
     SCOPED_TRACE(to_string(policy.mode));
     const int max_k = max_kept_blocks(shape, policy);
     std::vector<int> idx(static_cast<std::size_t>(shape.rows()) * max_k);
@@ -83,7 +85,8 @@ TEST(SelectionChecker, AcceptsTheHostReferenceAndRejectsASwap) {
         if (in[static_cast<std::size_t>(j)] != 0 && (worst < 0 || s[j] < s[worst])) worst = j;
         if (in[static_cast<std::size_t>(j)] == 0 && (best < 0 || s[j] > s[best])) best = j;
       }
-      if (worst < 0 || best < 0 || s[best] - s[worst] > -0.1 * row_stats({s, static_cast<std::size_t>(n)}).std) continue;
+      const double spread = row_stats({s, static_cast<std::size_t>(n)}).std;
+      if (worst < 0 || best < 0 || s[worst] - s[best] < 0.1 * spread) continue;
       in[static_cast<std::size_t>(worst)] = 0;
       in[static_cast<std::size_t>(best)] = 1;
       std::vector<int> swapped;

@@ -14,7 +14,8 @@ namespace memplan::attention {
 
 // Mean of each 64-token block (the last may be partial) of `x`, a [batch, tokens, heads,
 // head_dim] tensor: [batch, heads, blocks, head_dim], one row per block-list row.
-[[nodiscard]] std::vector<double> pool_blocks(const AttentionShape& shape, std::span<const float> x);
+[[nodiscard]] std::vector<double> pool_blocks(const AttentionShape& shape,
+                                              std::span<const float> x);
 
 // Block scores [rows, blocks]: each row's pooled query block against every pooled key block of
 // its (batch, head), scaled by 1/sqrt(head_dim).
