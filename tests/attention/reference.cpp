@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "device_buffer.hpp"
+#include "memplan/attention/workspace.hpp"
 
 namespace memplan::attention::test {
 
