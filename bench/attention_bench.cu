@@ -173,10 +173,10 @@ void run(std::int64_t tokens) {
       float tau;
       float keep;
     };
-    for (const Mode& m : {Mode{"topk10", SparsityMode::topk, 0.0f, 10.0f},
-                          Mode{"tau1.0", SparsityMode::tau, 1.0f, 0.0f},
-                          Mode{"tau1.5", SparsityMode::tau, 1.5f, 0.0f},
-                          Mode{"tau2.0", SparsityMode::tau, 2.0f, 0.0f}}) {
+    for (const Mode& m : {Mode{"topk10", SparsityMode::TopK, 0.0f, 10.0f},
+                          Mode{"tau1.0", SparsityMode::Tau, 1.0f, 0.0f},
+                          Mode{"tau1.5", SparsityMode::Tau, 1.5f, 0.0f},
+                          Mode{"tau2.0", SparsityMode::Tau, 2.0f, 0.0f}}) {
       AttentionPolicy policy;
       policy.mode = m.mode;
       policy.tau = m.tau;

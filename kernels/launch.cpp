@@ -105,9 +105,9 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
   select.blocks = shape.blocks();
   select.head_dim = shape.head_dim;
   select.max_k = layout.max_k;
-  // For tau, top_k is the cap; forced blocks come on top of it, within max_k by construction.
-  select.rule = policy.mode == SparsityMode::tau ? detail::SelectRule::threshold
-                                                 : detail::SelectRule::topk;
+  // For the threshold rule, top_k is the cap; forced blocks come on top of it, within max_k by
+  // construction. Callers checked that the mode selects (its rule is not None).
+  select.rule = traits(policy.mode).rule;
   select.tau = policy.tau;
   select.top_k = selected_blocks(shape, policy);
   select.sink_key_begin = policy.sink_keys.begin;
@@ -132,8 +132,9 @@ void launch_selection(const AttentionShape& shape, const AttentionTensors& tenso
                       cudaStream_t stream) {
   check_tensors(shape, tensors);
   const WorkspaceLayout layout = workspace_layout(shape, policy);
-  if (policy.mode == SparsityMode::dense) {
-    throw InvalidArgument("attention: selection needs a sparse policy mode, not dense");
+  if (!traits(policy.mode).selects_blocks()) {
+    throw InvalidArgument(fmt::format("attention: selection needs a sparse mode, not {}",
+                                      to_string(policy.mode)));
   }
   check_sinks(shape, policy);
   check_workspace(layout, workspace, workspace_size);
@@ -178,7 +179,7 @@ SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensor
   }
 
   detail::FlashParams params = flash_params(shape, tensors);
-  if (mode != SparsityMode::dense) {
+  if (traits(mode).selects_blocks()) {
     select_unchecked(shape, tensors, policy, layout, workspace, stream);
     const BlockList blocks = workspace_block_list(layout, workspace);
     params.kv_idx = blocks.kv_idx;

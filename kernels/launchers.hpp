@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "memplan/attention/modes.hpp"
+
 namespace memplan::attention::detail {
 
 struct FlashParams {
@@ -33,8 +35,6 @@ struct PoolParams {
 };
 void run_pool(const PoolParams& params, cudaStream_t stream);
 
-enum class SelectRule : int { threshold = 0, topk = 1 };
-
 struct SelectParams {
   const float* pooled_q = nullptr;  // fp32 [rows, head_dim]
   const float* pooled_k = nullptr;
@@ -43,7 +43,7 @@ struct SelectParams {
   int* kv_count = nullptr;
   float* coarse = nullptr;  // null: no coarse output
   int rows = 0, blocks = 0, head_dim = 0, max_k = 0;
-  SelectRule rule = SelectRule::threshold;
+  SelectionRule rule = SelectionRule::Threshold;  // Threshold or TopK
   float tau = 0.0f;
   int top_k = 0;  // topk: blocks chosen by score; threshold: cap on them
   int sink_key_begin = 0, sink_key_end = 0;

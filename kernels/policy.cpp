@@ -29,26 +29,8 @@ void check_range(const char* name, const BlockRange& range) {
 
 }  // namespace
 
-const char* to_string(SparsityMode mode) {
-  switch (mode) {
-    case SparsityMode::dense: return "dense";
-    case SparsityMode::tau: return "tau";
-    case SparsityMode::topk: return "topk";
-    case SparsityMode::coarse: return "coarse";
-  }
-  return "unknown";
-}
-
 void validate(const AttentionPolicy& policy) {
-  switch (policy.mode) {
-    case SparsityMode::dense:
-    case SparsityMode::tau:
-    case SparsityMode::topk:
-    case SparsityMode::coarse: break;
-    default:
-      throw InvalidArgument(fmt::format("attention policy: unknown mode {}",
-                                        static_cast<int>(policy.mode)));
-  }
+  (void)traits(policy.mode);  // throws for a mode outside the table
   if (!std::isfinite(policy.tau)) {
     throw InvalidArgument(fmt::format("attention policy: tau = {} is not finite", policy.tau));
   }
@@ -82,7 +64,7 @@ SparsityMode effective_mode(const AttentionPolicy& policy, double step_fraction,
   // The window is closed at both ends so that the default [0.2, 1.0] includes the last step.
   const bool in_window =
       step_fraction >= policy.window_start && step_fraction <= policy.window_end;
-  if (!in_window || tokens < policy.min_tokens) return SparsityMode::dense;
+  if (!in_window || tokens < policy.min_tokens) return SparsityMode::Dense;
   return policy.mode;
 }
 

@@ -91,7 +91,7 @@ __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row
   //      the first against cancellation) and how many candidates pass it; top-k needs neither.
   //      Either way the rule ends as a cut: keep candidates scoring > cut, plus the first
   //      `ties` scoring exactly cut.
-  bool ranked = p.rule == SelectRule::topk;
+  bool ranked = p.rule == SelectionRule::TopK;
   float cut = INFINITY;
   int ties = 0;
   if (!ranked) {

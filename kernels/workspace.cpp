@@ -2,8 +2,12 @@
 // workspace before any kernel runs. Host only.
 #include "memplan/attention/workspace.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+
+#include "memplan/error.hpp"
 
 namespace memplan::attention {
 
@@ -21,17 +25,20 @@ int percent_of(double percent, int n) {
 
 }  // namespace
 
+int rule_blocks(const AttentionPolicy& policy, int blocks) {
+  if (blocks < 1) throw InvalidArgument(fmt::format("attention: a row of {} key blocks", blocks));
+  switch (traits(policy.mode).rule) {
+    case SelectionRule::None: return 0;
+    case SelectionRule::Threshold: return percent_of(policy.max_keep_percent, blocks);
+    case SelectionRule::TopK: return percent_of(policy.keep_percent, blocks);
+  }
+  return 0;
+}
+
 int selected_blocks(const AttentionShape& shape, const AttentionPolicy& policy) {
   validate(shape);
   validate(policy);
-  const int n = shape.blocks();
-  switch (policy.mode) {
-    case SparsityMode::dense: return 0;
-    case SparsityMode::tau: return percent_of(policy.max_keep_percent, n);
-    case SparsityMode::topk:
-    case SparsityMode::coarse: return percent_of(policy.keep_percent, n);
-  }
-  return 0;
+  return rule_blocks(policy, shape.blocks());
 }
 
 int max_kept_blocks(const AttentionShape& shape, const AttentionPolicy& policy) {
@@ -46,11 +53,12 @@ int max_kept_blocks(const AttentionShape& shape, const AttentionPolicy& policy) 
 WorkspaceLayout workspace_layout(const AttentionShape& shape, const AttentionPolicy& policy) {
   WorkspaceLayout layout;
   layout.max_k = max_kept_blocks(shape, policy);
-  if (policy.mode == SparsityMode::dense) return layout;
+  const ModeTraits& mode = traits(policy.mode);
+  if (!mode.selects_blocks()) return layout;
 
   const auto rows = static_cast<std::size_t>(shape.rows());
   const std::size_t pooled = rows * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
-  layout.has_pooled_v = layout.has_coarse = policy.mode == SparsityMode::coarse;
+  layout.has_pooled_v = layout.has_coarse = mode.coarse_branch;
 
   std::size_t offset = 0;
   auto take = [&offset](std::size_t bytes) {

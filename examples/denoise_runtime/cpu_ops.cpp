@@ -8,12 +8,14 @@
 #include <numeric>
 #include <vector>
 
+#include "attention_policy.hpp"
+#include "memplan/attention/host_selection.hpp"
 #include "memplan/error.hpp"
 
 namespace denoise {
 namespace {
 
-constexpr int kBlock = 64;
+constexpr int kBlock = memplan::attention::kBlockTokens;
 
 float hash_uniform(std::uint64_t seed, std::uint64_t i) {
   std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
@@ -26,15 +28,20 @@ float hash_uniform(std::uint64_t seed, std::uint64_t i) {
 float* f(void* p) { return static_cast<float*>(p); }
 const float* f(const void* p) { return static_cast<const float*>(p); }
 
+// The CPU workspace of a sparse step: pooled Q and K (float), then the block list with rows of
+// every block (max_k = n), each region 256-byte aligned as on the GPU.
 struct SparseLayout {
-  int n = 0, keep = 0;
+  int n = 0;
   std::size_t pooled_q = 0, pooled_k = 0, idx = 0, count = 0, bytes = 0;
 };
 
+memplan::attention::AttentionShape shape_of(const Dims& d) {
+  return {1, d.tokens, d.heads, d.head_dim};
+}
+
 SparseLayout layout(const Dims& d) {
   SparseLayout l;
-  l.n = static_cast<int>((d.tokens + kBlock - 1) / kBlock);
-  l.keep = std::max(1, l.n / 4);
+  l.n = shape_of(d).blocks();
   const auto up = [](std::size_t x) { return (x + 255) / 256 * 256; };
   const std::size_t rows = static_cast<std::size_t>(d.heads) * static_cast<std::size_t>(l.n);
   l.pooled_q = 0;
@@ -120,7 +127,7 @@ class CpuOps final : public Ops {
   }
   void attention(void* out, const void* q, const void* k, const void* v, void* ws,
                  std::size_t ws_bytes, const Dims& d, Attn attn, Stream) override {
-    const int n = static_cast<int>((d.tokens + kBlock - 1) / kBlock);
+    const int n = shape_of(d).blocks();
     std::vector<int> all(static_cast<std::size_t>(n));
     std::iota(all.begin(), all.end(), 0);
     SparseLayout l;
@@ -193,50 +200,23 @@ class CpuOps final : public Ops {
     return "cpu ops: aligned_alloc of " + std::to_string(bytes) + " bytes failed";
   }
 
-  // Pooled block means of Q and K, then per (head, query block) the top `keep` key blocks by
-  // pooled score plus the diagonal band, ascending.
+  // The GPU's selection under the GPU's policy, by memplan's host reference: pooled block means
+  // of Q and K (kept in the workspace, as the GPU keeps them), block scores, and per (head, query
+  // block) the forced blocks plus those the tau rule keeps, ascending.
   static void select(const void* q, const void* k, void* ws, const Dims& d, const SparseLayout& l) {
+    namespace attn = memplan::attention;
+    const attn::AttentionShape shape = shape_of(d);
+    const auto elements = static_cast<std::size_t>(shape.elements());
+    const auto rows = static_cast<std::size_t>(shape.rows());
+    const std::vector<double> pooled_q = attn::pool_blocks(shape, {f(q), elements});
+    const std::vector<double> pooled_k = attn::pool_blocks(shape, {f(k), elements});
     auto* base = static_cast<std::byte*>(ws);
-    auto* pq = reinterpret_cast<float*>(base + l.pooled_q);
-    auto* pk = reinterpret_cast<float*>(base + l.pooled_k);
-    auto* idx = reinterpret_cast<int*>(base + l.idx);
-    auto* cnt = reinterpret_cast<int*>(base + l.count);
-    const std::int64_t stride = static_cast<std::int64_t>(d.heads) * d.head_dim;
-    for (int hd = 0; hd < d.heads; ++hd)
-      for (int b = 0; b < l.n; ++b) {
-        const std::int64_t lo = b * kBlock, hi = std::min<std::int64_t>(d.tokens, lo + kBlock);
-        for (auto [src, dst] : {std::pair{f(q), pq}, std::pair{f(k), pk}}) {
-          float* row = dst + (static_cast<std::size_t>(hd) * l.n + b) * d.head_dim;
-          for (int c = 0; c < d.head_dim; ++c) {
-            float s = 0;
-            for (std::int64_t t = lo; t < hi; ++t) s += src[t * stride + hd * d.head_dim + c];
-            row[c] = s / static_cast<float>(hi - lo);
-          }
-        }
-      }
-    std::vector<float> score(static_cast<std::size_t>(l.n));
-    std::vector<int> order(static_cast<std::size_t>(l.n));
-    std::vector<char> keep(static_cast<std::size_t>(l.n));
-    for (int hd = 0; hd < d.heads; ++hd)
-      for (int qb = 0; qb < l.n; ++qb) {
-        const float* qr = pq + (static_cast<std::size_t>(hd) * l.n + qb) * d.head_dim;
-        for (int kb = 0; kb < l.n; ++kb) {
-          const float* kr = pk + (static_cast<std::size_t>(hd) * l.n + kb) * d.head_dim;
-          float dot = 0;
-          for (int c = 0; c < d.head_dim; ++c) dot += qr[c] * kr[c];
-          score[kb] = dot;
-        }
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return score[a] > score[b]; });
-        std::fill(keep.begin(), keep.end(), 0);
-        for (int i = 0; i < l.keep; ++i) keep[order[i]] = 1;
-        for (int kb = std::max(0, qb - 1); kb <= std::min(l.n - 1, qb + 1); ++kb) keep[kb] = 1;
-        const std::size_t row = static_cast<std::size_t>(hd) * l.n + qb;
-        int c = 0;
-        for (int kb = 0; kb < l.n; ++kb)
-          if (keep[kb]) idx[row * l.n + c++] = kb;
-        cnt[row] = c;
-      }
+    std::copy(pooled_q.begin(), pooled_q.end(), reinterpret_cast<float*>(base + l.pooled_q));
+    std::copy(pooled_k.begin(), pooled_k.end(), reinterpret_cast<float*>(base + l.pooled_k));
+    attn::select_blocks(shape, attention_policy(Attn::Sparse),
+                        attn::block_scores(shape, pooled_q, pooled_k),
+                        {reinterpret_cast<int*>(base + l.idx), rows * l.n},
+                        {reinterpret_cast<int*>(base + l.count), rows}, l.n);
   }
 };
 

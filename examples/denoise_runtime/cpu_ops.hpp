@@ -1,8 +1,8 @@
 // The CPU kernels: the same ops as the GPU in float, with plain loops, run at once on the calling
-// thread (the stream is ignored). Attention is exact softmax attention; its sparse mode pools
-// 64-token blocks, keeps the top quarter of key blocks per query block by pooled score plus the
-// diagonal band, and attends only to those, with the pooled tensors and block lists in the
-// caller's workspace, as the GPU kernels do.
+// thread (the stream is ignored). Attention is exact softmax attention; its sparse mode selects key
+// blocks as the GPU does, under the same policy (attention_policy.hpp), with memplan's host
+// reference selection (memplan/attention/host_selection.hpp), and attends only to those, with the
+// pooled tensors and block lists in the caller's workspace, as the GPU kernels do.
 #pragma once
 
 #include <memory>

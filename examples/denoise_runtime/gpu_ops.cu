@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "attention_policy.hpp"
 #include "gpu_ops.hpp"
 #include "memplan/attention/attention.hpp"
 #include "memplan/error.hpp"
@@ -140,17 +141,6 @@ __global__ void blend_kernel(float* x2, const float* x1, std::int64_t t2, std::i
   x2[i] = a * x1[(t % t1) * hidden + c] + (1.0f - a) * x2[i];
 }
 
-memplan::attention::AttentionPolicy policy_for(Attn attn) {
-  memplan::attention::AttentionPolicy p;
-  p.mode = attn == Attn::Sparse ? memplan::attention::SparsityMode::tau
-                                : memplan::attention::SparsityMode::dense;
-  p.tau = 1.5f;
-  p.max_keep_percent = 30.0f;  // bounds the block lists, so the workspace
-  p.window_start = 0.0;        // the runtime decides the window; the kernel runs what it is told
-  p.window_end = 1.0;
-  return p;
-}
-
 class GpuOps final : public Ops {
  public:
   explicit GpuOps(cudaStream_t stream) : stream_(stream) {
@@ -168,7 +158,7 @@ class GpuOps final : public Ops {
   std::string name() const override { return "cuBLAS bf16 + memplan attention"; }
   std::size_t act_bytes() const override { return 2; }
   std::size_t attention_workspace(const Dims& d, Attn attn) const override {
-    return memplan::attention::workspace_bytes(shape(d), policy_for(attn));
+    return memplan::attention::workspace_bytes(shape(d), attention_policy(attn));
   }
 
   void* alloc_fixed(std::size_t bytes) override {
@@ -233,7 +223,7 @@ class GpuOps final : public Ops {
   }
   void attention(void* out, const void* q, const void* k, const void* v, void* ws, std::size_t ws_bytes,
                  const Dims& d, Attn attn, Stream s) override {
-    (void)memplan::attention::launch_attention(shape(d), {q, k, v, out}, policy_for(attn), 0.5, ws,
+    (void)memplan::attention::launch_attention(shape(d), {q, k, v, out}, attention_policy(attn), 0.5, ws,
                                                ws_bytes, on(s));
   }
   void gelu(void* x, std::int64_t n, Stream s) override {

@@ -5,19 +5,14 @@
 
 #include <cstdint>
 
+#include "memplan/attention/modes.hpp"
+
 namespace memplan::attention {
 
 // Tokens per block, for queries and keys alike: the unit of selection and of the kernel's tiles.
 inline constexpr int kBlockTokens = 64;
 // The diagonal key block and this many neighbours on each side are always kept.
 inline constexpr int kDiagonalRadius = 1;
-
-enum class SparsityMode {
-  dense,   // every key block
-  tau,     // keep blocks whose pooled score exceeds mean + tau * std of the row
-  topk,    // keep ceil(keep_percent% * n_blocks) highest-scoring blocks per row
-  coarse,  // top-k fine branch plus a coarse output from attention between pooled blocks
-};
 
 // A half-open range [begin, end) of 64-token blocks; empty when begin == end.
 struct BlockRange {
@@ -29,7 +24,7 @@ struct BlockRange {
 };
 
 struct AttentionPolicy {
-  SparsityMode mode = SparsityMode::tau;
+  SparsityMode mode = SparsityMode::Tau;
   float tau = 1.5f;                // tau mode: threshold in standard deviations above the row mean
   float keep_percent = 10.0f;      // topk/coarse: percent of key blocks kept per query block
   float max_keep_percent = 100.0f; // tau: cap on the selected percent (bounds the workspace)
@@ -48,7 +43,5 @@ void validate(const AttentionPolicy& policy);
 // tokens: dense outside the step window or below min_tokens, otherwise the policy's mode.
 [[nodiscard]] SparsityMode effective_mode(const AttentionPolicy& policy, double step_fraction,
                                           std::int64_t tokens);
-
-[[nodiscard]] const char* to_string(SparsityMode mode);
 
 }  // namespace memplan::attention

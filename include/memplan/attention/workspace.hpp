@@ -26,6 +26,10 @@ struct WorkspaceLayout {
 // topk/coarse, the cap ceil(max_keep_percent% * n) for tau; 0 for dense.
 [[nodiscard]] int selected_blocks(const AttentionShape& shape, const AttentionPolicy& policy);
 
+// The same count for a row of `blocks` key blocks, without checking a shape (the host selection
+// serves any head_dim): ceil(percent% * blocks), at least 1 and at most blocks; 0 for dense.
+[[nodiscard]] int rule_blocks(const AttentionPolicy& policy, int blocks);
+
 // Capacity of a kv_idx row for the policy's sparse mode: the selected blocks plus the forced ones
 // (diagonal band and sink keys), at most the block count. 0 for dense.
 [[nodiscard]] int max_kept_blocks(const AttentionShape& shape, const AttentionPolicy& policy);

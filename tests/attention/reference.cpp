@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "device_buffer.hpp"
+#include "memplan/attention/workspace.hpp"
 
 namespace memplan::attention::test {
 
@@ -14,20 +15,6 @@ namespace {
 
 std::size_t at(const AttentionShape& s, int b, std::int64_t t, int h, int d) {
   return static_cast<std::size_t>(((b * s.tokens + t) * s.heads + h) * s.head_dim + d);
-}
-
-struct RowStats {
-  double mean = 0.0;
-  double std = 0.0;
-};
-
-RowStats stats(const double* scores, int n) {
-  RowStats r;
-  for (int j = 0; j < n; ++j) r.mean += scores[j];
-  r.mean /= n;
-  for (int j = 0; j < n; ++j) r.std += (scores[j] - r.mean) * (scores[j] - r.mean);
-  r.std = std::sqrt(r.std / n);
-  return r;
 }
 
 }  // namespace
@@ -113,43 +100,6 @@ std::vector<float> reference_attention(const AttentionShape& shape, const Tensor
   return out;
 }
 
-std::vector<double> reference_pool(const AttentionShape& shape, const Tensor& x) {
-  const int n = shape.blocks();
-  std::vector<double> out(static_cast<std::size_t>(shape.rows()) * shape.head_dim, 0.0);
-  for (int b = 0; b < shape.batch; ++b) {
-    for (int h = 0; h < shape.heads; ++h) {
-      for (int blk = 0; blk < n; ++blk) {
-        const std::int64_t t0 = blk * 64LL;
-        const std::int64_t t1 = std::min<std::int64_t>(shape.tokens, t0 + 64);
-        const std::size_t row = static_cast<std::size_t>((b * shape.heads + h) * n + blk);
-        for (int d = 0; d < shape.head_dim; ++d) {
-          double sum = 0.0;
-          for (std::int64_t t = t0; t < t1; ++t) sum += x.values[at(shape, b, t, h, d)];
-          out[row * shape.head_dim + d] = sum / static_cast<double>(t1 - t0);
-        }
-      }
-    }
-  }
-  return out;
-}
-
-std::vector<double> reference_scores(const AttentionShape& shape, const std::vector<double>& qbar,
-                                     const std::vector<double>& kbar) {
-  const int n = shape.blocks();
-  const int dim = shape.head_dim;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
-  std::vector<double> scores(static_cast<std::size_t>(shape.rows()) * n);
-  for (std::int64_t row = 0; row < shape.rows(); ++row) {
-    const std::int64_t head0 = row / n * n;
-    for (int j = 0; j < n; ++j) {
-      double s = 0.0;
-      for (int d = 0; d < dim; ++d) s += qbar[row * dim + d] * kbar[(head0 + j) * dim + d];
-      scores[static_cast<std::size_t>(row * n + j)] = s * scale;
-    }
-  }
-  return scores;
-}
-
 std::vector<double> reference_coarse(const AttentionShape& shape, const std::vector<double>& scores,
                                      const std::vector<double>& vbar) {
   const int n = shape.blocks();
@@ -170,9 +120,9 @@ std::vector<double> reference_coarse(const AttentionShape& shape, const std::vec
 }
 
 std::string check_selection_row(const AttentionPolicy& policy, int q_block, int blocks,
-                                int top_k, const double* scores, const int* idx, int count,
-                                int max_k) {
+                                const double* scores, const int* idx, int count, int max_k) {
   std::ostringstream why;
+  const int top_k = rule_blocks(policy, blocks);
   if (policy.sink_queries.contains(q_block)) {
     if (count != blocks) why << "sink query row has count " << count << ", want " << blocks;
     for (int i = 0; i < std::min(max_k, blocks) && why.str().empty(); ++i) {
@@ -192,10 +142,8 @@ std::string check_selection_row(const AttentionPolicy& policy, int q_block, int 
     }
     in[static_cast<std::size_t>(idx[i])] = 1;
   }
-  auto forced = [&](int j) {
-    return std::abs(j - q_block) <= kDiagonalRadius || policy.sink_keys.contains(j);
-  };
-  const RowStats st = stats(scores, blocks);
+  auto forced = [&](int j) { return forced_block(policy, q_block, j); };
+  const RowStats st = row_stats({scores, static_cast<std::size_t>(blocks)});
   const double tol = 1e-3 * st.std + 1e-9;
   int kept = 0;
   int candidates = 0;
@@ -215,7 +163,7 @@ std::string check_selection_row(const AttentionPolicy& policy, int q_block, int 
     }
   }
   const bool ranked_ok = min_kept >= max_dropped - tol;
-  if (policy.mode != SparsityMode::tau) {
+  if (traits(policy.mode).rule != SelectionRule::Threshold) {
     if (kept != std::min(top_k, candidates)) why << "kept " << kept << " want " << std::min(top_k, candidates) << "; ";
     if (!ranked_ok) why << "a dropped block outscores a kept one; ";
     return why.str();

@@ -8,7 +8,7 @@ namespace {
 
 TEST(AttentionWorkspace, DenseNeedsNothing) {
   AttentionPolicy p;
-  p.mode = SparsityMode::dense;
+  p.mode = SparsityMode::Dense;
   const auto layout = workspace_layout({1, 8192, 24, 128}, p);
   EXPECT_EQ(layout.bytes, 0u);
   EXPECT_EQ(layout.max_k, 0);
@@ -16,7 +16,7 @@ TEST(AttentionWorkspace, DenseNeedsNothing) {
 
 TEST(AttentionWorkspace, TopkCapacityIsSelectedPlusForced) {
   AttentionPolicy p;
-  p.mode = SparsityMode::topk;
+  p.mode = SparsityMode::TopK;
   p.keep_percent = 10.0f;
   const AttentionShape shape{1, 75600, 24, 128};  // 1182 blocks
   EXPECT_EQ(selected_blocks(shape, p), 119);      // ceil(118.2)
@@ -29,7 +29,7 @@ TEST(AttentionWorkspace, TopkCapacityIsSelectedPlusForced) {
 
 TEST(AttentionWorkspace, TauCapacityFollowsTheCap) {
   AttentionPolicy p;
-  p.mode = SparsityMode::tau;
+  p.mode = SparsityMode::Tau;
   const AttentionShape shape{1, 6400, 2, 64};  // 100 blocks
   EXPECT_EQ(max_kept_blocks(shape, p), 100);
   p.max_keep_percent = 20.0f;
@@ -38,7 +38,7 @@ TEST(AttentionWorkspace, TauCapacityFollowsTheCap) {
 
 TEST(AttentionWorkspace, RegionsAreAlignedDisjointAndExact) {
   AttentionPolicy p;
-  p.mode = SparsityMode::coarse;
+  p.mode = SparsityMode::Coarse;
   p.keep_percent = 10.0f;
   const AttentionShape shape{2, 1000, 3, 64};  // 16 blocks, 96 rows
   const auto l = workspace_layout(shape, p);

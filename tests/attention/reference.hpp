@@ -1,6 +1,8 @@
-// CPU references for the attention tests, in double precision over the bf16-rounded inputs:
-// attention restricted to a block list (expanded to a token mask), mean-pooling, block scores,
-// and the selection rule checked as sets with a tolerance band around the decision boundary.
+// CPU references for the GPU attention tests, in double precision over the bf16-rounded inputs:
+// attention restricted to a block list (expanded to a token mask), the coarse branch, and the
+// selection rule checked as sets with a tolerance band around the decision boundary. Pooling,
+// scores and the rule's pieces come from the library's host reference selection
+// (memplan/attention/host_selection.hpp), the same code the example's CPU twin selects with.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "memplan/attention/host_selection.hpp"
 #include "memplan/attention/policy.hpp"
 #include "memplan/attention/shape.hpp"
 
@@ -37,22 +40,15 @@ std::vector<float> reference_attention(const AttentionShape& shape, const Tensor
                                        const std::vector<float>* coarse = nullptr,
                                        float gate = 0.0f);
 
-// Mean of each block: [batch, heads, blocks, head_dim].
-std::vector<double> reference_pool(const AttentionShape& shape, const Tensor& x);
-
-// Block scores [rows, blocks] from pooled Q and K.
-std::vector<double> reference_scores(const AttentionShape& shape, const std::vector<double>& qbar,
-                                     const std::vector<double>& kbar);
-
 // Coarse output [rows, head_dim]: softmax of a score row applied to the pooled V.
 std::vector<double> reference_coarse(const AttentionShape& shape, const std::vector<double>& scores,
                                      const std::vector<double>& vbar);
 
-// Checks one device row against the rule. Returns an empty string when it conforms, else what
-// is wrong. `top_k` is the topk count or (tau) the cap.
+// Checks one device row against the rule of the policy's mode (its count from rule_blocks: the
+// top-k count, or the threshold rule's cap). Returns an empty string when it conforms, else what
+// is wrong.
 std::string check_selection_row(const AttentionPolicy& policy, int q_block, int blocks,
-                                int top_k, const double* scores, const int* idx, int count,
-                                int max_k);
+                                const double* scores, const int* idx, int count, int max_k);
 
 // Relative L2 error ||got - want|| / ||want||; NaN in `got` gives +inf.
 double relative_l2(const std::vector<float>& got, const std::vector<float>& want);

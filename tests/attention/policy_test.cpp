@@ -45,14 +45,14 @@ TEST(AttentionPolicy, ErrorNamesTheField) {
 
 TEST(AttentionPolicy, WindowDecidesSparseOrDense) {
   AttentionPolicy p;  // tau within [0.2, 1.0]
-  EXPECT_EQ(effective_mode(p, 0.0, 100000), SparsityMode::dense);
-  EXPECT_EQ(effective_mode(p, 0.19, 100000), SparsityMode::dense);
-  EXPECT_EQ(effective_mode(p, 0.2, 100000), SparsityMode::tau);
-  EXPECT_EQ(effective_mode(p, 1.0, 100000), SparsityMode::tau);
+  EXPECT_EQ(effective_mode(p, 0.0, 100000), SparsityMode::Dense);
+  EXPECT_EQ(effective_mode(p, 0.19, 100000), SparsityMode::Dense);
+  EXPECT_EQ(effective_mode(p, 0.2, 100000), SparsityMode::Tau);
+  EXPECT_EQ(effective_mode(p, 1.0, 100000), SparsityMode::Tau);
   p.window_end = 0.6;
-  EXPECT_EQ(effective_mode(p, 0.61, 100000), SparsityMode::dense);
-  p.mode = SparsityMode::topk;
-  EXPECT_EQ(effective_mode(p, 0.4, 100000), SparsityMode::topk);
+  EXPECT_EQ(effective_mode(p, 0.61, 100000), SparsityMode::Dense);
+  p.mode = SparsityMode::TopK;
+  EXPECT_EQ(effective_mode(p, 0.4, 100000), SparsityMode::TopK);
   EXPECT_THROW((void)effective_mode(p, 1.2, 100), InvalidArgument);
   EXPECT_THROW((void)effective_mode(p, NAN, 100), InvalidArgument);
 }
@@ -60,8 +60,8 @@ TEST(AttentionPolicy, WindowDecidesSparseOrDense) {
 TEST(AttentionPolicy, MinTokensFallsBackToDense) {
   AttentionPolicy p;
   p.min_tokens = 4096;
-  EXPECT_EQ(effective_mode(p, 0.5, 4095), SparsityMode::dense);
-  EXPECT_EQ(effective_mode(p, 0.5, 4096), SparsityMode::tau);
+  EXPECT_EQ(effective_mode(p, 0.5, 4095), SparsityMode::Dense);
+  EXPECT_EQ(effective_mode(p, 0.5, 4096), SparsityMode::Tau);
 }
 
 TEST(AttentionShape, ValidatesExtents) {

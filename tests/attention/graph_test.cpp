@@ -65,7 +65,7 @@ void replay_equals_eager(const AttentionPolicy& policy, double step_fraction) {
 TEST(AttentionGraph, SparseReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   AttentionPolicy policy;
-  policy.mode = SparsityMode::tau;
+  policy.mode = SparsityMode::Tau;
   policy.tau = 1.0f;
   policy.sink_keys = {0, 1};
   replay_equals_eager(policy, 0.5);
@@ -74,7 +74,7 @@ TEST(AttentionGraph, SparseReplayEqualsEager) {
 TEST(AttentionGraph, CoarseReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   AttentionPolicy policy;
-  policy.mode = SparsityMode::coarse;
+  policy.mode = SparsityMode::Coarse;
   policy.keep_percent = 15.0f;
   replay_equals_eager(policy, 0.5);
 }

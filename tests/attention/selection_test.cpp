@@ -36,16 +36,68 @@ void expect_lists_follow_rule(const AttentionShape& shape, const AttentionPolicy
                               const std::vector<double>& scores, const int* idx, const int* count,
                               int max_k) {
   const int n = shape.blocks();
-  const int top_k = selected_blocks(shape, policy);
   int bad = 0;
   for (std::size_t row = 0; row < static_cast<std::size_t>(shape.rows()) && bad < 5; ++row) {
-    const std::string why = check_selection_row(policy, static_cast<int>(row % n), n, top_k,
+    const std::string why = check_selection_row(policy, static_cast<int>(row % n), n,
                                                 &scores[row * n], idx + row * max_k, count[row],
                                                 max_k);
     if (!why.empty()) {
       ++bad;
       ADD_FAILURE() << "row " << row << ": " << why;
     }
+  }
+}
+
+// Host only: the checker the device lists face and the host reference selection are one rule.
+// The checker accepts every row the reference selects, for each sparse mode with sinks, and
+// rejects a row where the best dropped candidate swaps places with the worst kept one.
+TEST(SelectionChecker, AcceptsTheHostReferenceAndRejectsASwap) {
+  const AttentionShape shape{1, 64 * 40, 2, 64};
+  std::mt19937 rng(next_seed());
+  const Tensor q = random_tensor(shape, rng, 1.0f);
+  const Tensor k = random_tensor(shape, rng, 1.0f);
+  const auto scores =
+      block_scores(shape, pool_blocks(shape, q.values), pool_blocks(shape, k.values));
+  const int n = shape.blocks();
+  for (const AttentionPolicy& policy : {make(SparsityMode::Tau, 1.0f, 10, 100, {0, 2}, {3, 4}),
+                                        make(SparsityMode::Tau, 0.0f, 10, 10),
+                                        make(SparsityMode::TopK, 0, 15, 100, {0, 1}, {0, 1}),
+                                        make(SparsityMode::Coarse, 0, 20, 100)}) {
+    SCOPED_TRACE(to_string(policy.mode));
+    const int max_k = max_kept_blocks(shape, policy);
+    std::vector<int> idx(static_cast<std::size_t>(shape.rows()) * max_k);
+    std::vector<int> count(static_cast<std::size_t>(shape.rows()));
+    select_blocks(shape, policy, scores, idx, count, max_k);
+    int swaps = 0;
+    for (std::size_t row = 0; row < count.size(); ++row) {
+      const int q_block = static_cast<int>(row % n);
+      const double* s = &scores[row * n];
+      int* list = &idx[row * max_k];
+      ASSERT_EQ(check_selection_row(policy, q_block, n, s, list, count[row], max_k), "")
+          << "row " << row;
+      if (policy.sink_queries.contains(q_block)) continue;
+      // Swap the worst kept candidate for the best dropped one, if they differ clearly.
+      std::vector<char> in(static_cast<std::size_t>(n), 0);
+      for (int i = 0; i < count[row]; ++i) in[static_cast<std::size_t>(list[i])] = 1;
+      int worst = -1, best = -1;
+      for (int j = 0; j < n; ++j) {
+        if (forced_block(policy, q_block, j)) continue;
+        if (in[static_cast<std::size_t>(j)] != 0 && (worst < 0 || s[j] < s[worst])) worst = j;
+        if (in[static_cast<std::size_t>(j)] == 0 && (best < 0 || s[j] > s[best])) best = j;
+      }
+      const double spread = row_stats({s, static_cast<std::size_t>(n)}).std;
+      if (worst < 0 || best < 0 || s[worst] - s[best] < 0.1 * spread) continue;
+      in[static_cast<std::size_t>(worst)] = 0;
+      in[static_cast<std::size_t>(best)] = 1;
+      std::vector<int> swapped;
+      for (int j = 0; j < n; ++j) {
+        if (in[static_cast<std::size_t>(j)] != 0) swapped.push_back(j);
+      }
+      EXPECT_NE(check_selection_row(policy, q_block, n, s, swapped.data(), count[row], max_k), "")
+          << "row " << row;
+      ++swaps;
+    }
+    EXPECT_GT(swaps, 0);
   }
 }
 
@@ -75,9 +127,9 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
     list.count.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.kv_count / 4),
                       all.begin() + static_cast<std::ptrdiff_t>(layout.kv_count / 4 + rows));
   }
-  const auto qbar = reference_pool(shape, c.q);
-  const auto kbar = reference_pool(shape, c.k);
-  const auto scores = reference_scores(shape, qbar, kbar);
+  const auto qbar = pool_blocks(shape, c.q.values);
+  const auto kbar = pool_blocks(shape, c.k.values);
+  const auto scores = block_scores(shape, qbar, kbar);
   expect_lists_follow_rule(shape, sc.policy, scores, list.idx.data(), list.count.data(),
                            layout.max_k);
 
@@ -86,7 +138,7 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
     std::vector<float> all = workspace.download<float>(layout.bytes / sizeof(float));
     coarse.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4),
                   all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4 + rows * sc.head_dim));
-    const auto vbar = reference_pool(shape, c.v);
+    const auto vbar = pool_blocks(shape, c.v.values);
     const auto want = reference_coarse(shape, scores, vbar);
     EXPECT_LE(relative_l2(coarse, std::vector<float>(want.begin(), want.end())), 1e-3);
   }
@@ -117,7 +169,7 @@ TEST(SelectionTies, FlatAndTwoValuedRowsKeepExactlyK) {
       }
     }
     c.dk->upload(c.k.bits);
-    const AttentionPolicy policy = make(SparsityMode::topk, 0, 10, 100);
+    const AttentionPolicy policy = make(SparsityMode::TopK, 0, 10, 100);
     const WorkspaceLayout layout = workspace_layout(shape, policy);
     DeviceBuffer workspace(layout.bytes);
     workspace.poison();
@@ -128,10 +180,9 @@ TEST(SelectionTies, FlatAndTwoValuedRowsKeepExactlyK) {
     std::vector<int> all = workspace.download<int>(layout.bytes / sizeof(int));
     const int* idx = all.data() + layout.kv_idx / 4;
     const int* count = all.data() + layout.kv_count / 4;
-    const auto scores = reference_scores(shape, reference_pool(shape, c.q), reference_pool(shape, c.k));
-    const int top_k = selected_blocks(shape, policy);
+    const auto scores = block_scores(shape, pool_blocks(shape, c.q.values), pool_blocks(shape, c.k.values));
     for (std::size_t row = 0; row < rows; ++row) {
-      const std::string why = check_selection_row(policy, static_cast<int>(row % n), n, top_k,
+      const std::string why = check_selection_row(policy, static_cast<int>(row % n), n,
                                                   &scores[row * n], idx + row * layout.max_k,
                                                   count[row], layout.max_k);
       ASSERT_TRUE(why.empty()) << "row " << row << ": " << why;
@@ -166,36 +217,36 @@ TEST_P(SelectionLongRows, ListsFollowTheRule) {
   const int* idx = all.data() + layout.kv_idx / 4;
   const int* count = all.data() + layout.kv_count / 4;
   const auto scores =
-      reference_scores(shape, reference_pool(shape, c.q), reference_pool(shape, c.k));
+      block_scores(shape, pool_blocks(shape, c.q.values), pool_blocks(shape, c.k.values));
   expect_lists_follow_rule(shape, lc.policy, scores, idx, count, layout.max_k);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Lengths, SelectionLongRows,
     ::testing::Values(
-        LongRowCase{"topk10_1182_d128", make(SparsityMode::topk, 0, 10, 100, {0, 2}, {5, 6}),
+        LongRowCase{"topk10_1182_d128", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}),
                     75600, 128},
-        LongRowCase{"tau15_1182_d64", make(SparsityMode::tau, 1.5f, 10, 30), 75600, 64},
-        LongRowCase{"topk10_1300_d64", make(SparsityMode::topk, 0, 10, 100, {0, 2}, {5, 6}),
+        LongRowCase{"tau15_1182_d64", make(SparsityMode::Tau, 1.5f, 10, 30), 75600, 64},
+        LongRowCase{"topk10_1300_d64", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}),
                     64 * 1300 - 20, 64},
-        LongRowCase{"tau1_1300_d128", make(SparsityMode::tau, 1.0f, 10, 10), 64 * 1300, 128}),
+        LongRowCase{"tau1_1300_d128", make(SparsityMode::Tau, 1.0f, 10, 10), 64 * 1300, 128}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, Selection,
     ::testing::Values(
-        SelectCase{"tau1_d64", make(SparsityMode::tau, 1.0f, 10, 100), 2, 2500, 64},
-        SelectCase{"tau15_d128", make(SparsityMode::tau, 1.5f, 10, 100), 2, 2500, 128},
-        SelectCase{"tau2_sinks_d64", make(SparsityMode::tau, 2.0f, 10, 100, {0, 2}, {3, 5}), 1,
+        SelectCase{"tau1_d64", make(SparsityMode::Tau, 1.0f, 10, 100), 2, 2500, 64},
+        SelectCase{"tau15_d128", make(SparsityMode::Tau, 1.5f, 10, 100), 2, 2500, 128},
+        SelectCase{"tau2_sinks_d64", make(SparsityMode::Tau, 2.0f, 10, 100, {0, 2}, {3, 5}), 1,
                    3000, 64},
-        SelectCase{"tau0_capped_d128", make(SparsityMode::tau, 0.0f, 10, 5), 2, 2500, 128},
-        SelectCase{"topk10_d128", make(SparsityMode::topk, 0, 10, 100), 2, 2048, 128},
-        SelectCase{"topk25_sinks_d64", make(SparsityMode::topk, 0, 25, 100, {0, 1}, {0, 1}), 2,
+        SelectCase{"tau0_capped_d128", make(SparsityMode::Tau, 0.0f, 10, 5), 2, 2500, 128},
+        SelectCase{"topk10_d128", make(SparsityMode::TopK, 0, 10, 100), 2, 2048, 128},
+        SelectCase{"topk25_sinks_d64", make(SparsityMode::TopK, 0, 25, 100, {0, 1}, {0, 1}), 2,
                    1999, 64},
-        SelectCase{"topk_tiny_d64", make(SparsityMode::topk, 0, 10, 100), 1, 100, 64},
-        SelectCase{"coarse10_d128", make(SparsityMode::coarse, 0, 10, 100, {1, 2}, {}), 2, 2500,
+        SelectCase{"topk_tiny_d64", make(SparsityMode::TopK, 0, 10, 100), 1, 100, 64},
+        SelectCase{"coarse10_d128", make(SparsityMode::Coarse, 0, 10, 100, {1, 2}, {}), 2, 2500,
                    128},
-        SelectCase{"coarse20_d64", make(SparsityMode::coarse, 0, 20, 100), 1, 700, 64}),
+        SelectCase{"coarse20_d64", make(SparsityMode::Coarse, 0, 20, 100), 1, 700, 64}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST(AttentionValidation, RejectsBadBlockList) {
 
 TEST(AttentionValidation, SelectionNeedsASparseMode) {
   Args a;
-  a.policy.mode = SparsityMode::dense;
+  a.policy.mode = SparsityMode::Dense;
   EXPECT_THROW(launch_selection(a.shape, a.tensors, a.policy, a.workspace, 0, nullptr),
                InvalidArgument);
 }

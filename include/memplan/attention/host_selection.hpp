@@ -1,0 +1,51 @@
+// Block selection on the host, in double precision: pooled block means, block scores, and each
+// query block's key blocks under the rule of the policy's mode (modes.hpp), chosen as the device
+// selection (select.cu) chooses them. One reference for everyone: the tests hold the device lists
+// to it, and the example runtime's CPU twin selects with it. Loops, no GPU, no speed.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "memplan/attention/policy.hpp"
+#include "memplan/attention/shape.hpp"
+
+namespace memplan::attention {
+
+// Mean of each 64-token block (the last may be partial) of `x`, a [batch, tokens, heads,
+// head_dim] tensor: [batch, heads, blocks, head_dim], one row per block-list row.
+[[nodiscard]] std::vector<double> pool_blocks(const AttentionShape& shape,
+                                              std::span<const float> x);
+
+// Block scores [rows, blocks]: each row's pooled query block against every pooled key block of
+// its (batch, head), scaled by 1/sqrt(head_dim).
+[[nodiscard]] std::vector<double> block_scores(const AttentionShape& shape,
+                                               std::span<const double> pooled_q,
+                                               std::span<const double> pooled_k);
+
+// Whether query block `q_block` keeps key block `key` whatever the scores: the diagonal band
+// (kDiagonalRadius each side) and the sink keys.
+[[nodiscard]] bool forced_block(const AttentionPolicy& policy, int q_block, int key);
+
+// Mean and population standard deviation of a row of scores (the threshold rule's statistics).
+struct RowStats {
+  double mean = 0.0;
+  double std = 0.0;
+};
+[[nodiscard]] RowStats row_stats(std::span<const double> scores);
+
+// The key blocks query block `q_block` keeps, ascending, given its scores over every key block:
+// every block for a sink query row or a mode without selection; else the forced blocks plus the
+// rule's choice among the others (rule_blocks of them at most; ties go to the lower index).
+[[nodiscard]] std::vector<int> select_row(const AttentionPolicy& policy, int q_block,
+                                          std::span<const double> scores);
+
+// select_row for every row of `scores` ([rows, blocks]) into a block list as the workspace holds
+// one: idx [rows, max_k], count [rows]; a row of every block (a sink query row) counts them all
+// and lists the first max_k. Throws InvalidArgument when any other row keeps more than max_k
+// blocks, or a span is too small.
+void select_blocks(const AttentionShape& shape, const AttentionPolicy& policy,
+                   std::span<const double> scores, std::span<int> idx, std::span<int> count,
+                   int max_k);
+
+}  // namespace memplan::attention
