@@ -18,7 +18,9 @@ void set_log_level(LogLevel level);
 [[nodiscard]] LogLevel log_level();
 
 // Receives each message that passes the level: its level and its text (no prefix, no newline;
-// the view is valid only during the call). Called on the thread that logs, one call at a time.
+// the view is valid only during the call). Called on the thread that logs, one call at a time,
+// under the sink's lock: it must not call set_log_sink, and should not throw (what it throws is
+// reported on stderr and dropped).
 using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 // Installs `sink` in place of stderr; an empty sink restores stderr. The level is unchanged.
