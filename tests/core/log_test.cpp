@@ -1,12 +1,13 @@
 // The logging API: what passes the level reaches the user's sink with its level and bare text,
-// an empty sink brings stderr back, swapping sinks under load loses no message, and the library's
-// logger is the one spdlog knows as "memplan".
+// an empty sink brings stderr back, a throwing sink does not throw at the caller, swapping sinks
+// under load loses no message, and the library's logger is the one spdlog knows as "memplan".
 #include "core/log.hpp"
 
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -51,6 +52,16 @@ TEST_F(Log, EmptySinkBringsStderrBack) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(calls, 1);
   EXPECT_NE(err.find("[memplan I] to stderr"), std::string::npos) << err;
+}
+
+// The library logs in destructors and noexcept paths: what a sink throws must not reach them.
+TEST_F(Log, WhatASinkThrowsStaysInTheLogger) {
+  set_log_sink([](LogLevel, std::string_view) { throw std::runtime_error("sink failed"); });
+  set_log_level(LogLevel::Info);
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(logger().error("to a throwing sink"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("sink failed"), std::string::npos) << err;
 }
 
 TEST_F(Log, SwappingSinksWhileThreadsLogLosesNoMessage) {
