@@ -47,17 +47,23 @@ function(memplan_defaults target)
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall --expt-relaxed-constexpr>)
 endfunction()
 
-# memplan_add_layer(NAME sources...): one static library per layer, memplan_NAME, exported for
-# find_package and linked by the umbrella target. Dependencies between layers are declared by
+# memplan_add_layer(NAME sources...): one static library per layer, memplan_NAME, known as
+# memplan::NAME both in-tree (an alias) and installed (its export name), one find_package
+# component each, and linked by the umbrella target. Dependencies between layers are declared by
 # each layer's own CMakeLists.txt with target_link_libraries, so they are easy to audit.
+# Every layer logs and formats through spdlog and fmt privately (src/core/log.hpp): they stay out
+# of the users' compile flags, though a static library still hands its link dependencies on.
 function(memplan_add_layer name)
   set(target memplan_${name})
   add_library(${target} STATIC ${ARGN})
   add_library(memplan::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${target} PRIVATE fmt::fmt spdlog::spdlog)
   target_compile_features(${target} PUBLIC cxx_std_20)
   memplan_defaults(${target})
   set_property(GLOBAL APPEND PROPERTY MEMPLAN_LAYER_TARGETS ${target})

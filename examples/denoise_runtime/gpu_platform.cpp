@@ -11,7 +11,6 @@
 #include "memplan/arena/cuda_vmm_backend.hpp"
 #include "memplan/capture/cuda_graph_executor.hpp"
 #include "memplan/error.hpp"
-#include "memplan/log.hpp"
 #include "platform.hpp"
 
 namespace denoise {
@@ -41,7 +40,7 @@ class AsyncMemory final : public BaselineMemory {
   ~AsyncMemory() override {
     (void)cudaStreamSynchronize(stream_);
     for (void* p : kept_) (void)cudaFree(p);
-    if (cudaMemPoolDestroy(pool_) != cudaSuccess) memplan::logger().error("cudaMemPoolDestroy failed");
+    if (cudaMemPoolDestroy(pool_) != cudaSuccess) fmt::print(stderr, "denoise: cudaMemPoolDestroy failed\n");
   }
   void* alloc(std::size_t bytes, std::string_view) override {
     void* p = nullptr;

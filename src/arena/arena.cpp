@@ -3,7 +3,7 @@
 
 #include "bytes.hpp"
 #include "memplan/error.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
 

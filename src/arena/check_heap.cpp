@@ -5,7 +5,7 @@
 #include "memplan/arena/arena.hpp"
 #include "memplan/arena/pointer_errors.hpp"
 #include "memplan/error.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
 

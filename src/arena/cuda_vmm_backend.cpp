@@ -4,7 +4,7 @@
 
 #include "cuda_driver.hpp"
 #include "memplan/error.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "memplan/arena/logging_backend.hpp"
 
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 #include <spdlog/fmt/fmt.h>
 

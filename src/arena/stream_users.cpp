@@ -1,7 +1,7 @@
 #include "memplan/arena/stream_users.hpp"
 
 #include "memplan/error.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 
 #include "memplan/capture/cuda_graph_executor.hpp"
 #include "memplan/error.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 namespace memplan::capture {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 namespace memplan::capture {
 

@@ -10,7 +10,7 @@
 
 #include "checked_problem.hpp"
 #include "memplan/error.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 #include "memplan/plan/exact.hpp"
 #include "memplan/plan/greedy.hpp"
 #include "memplan/plan/validator.hpp"

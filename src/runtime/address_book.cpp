@@ -5,7 +5,7 @@
 
 #include <iterator>
 
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 namespace memplan {
 namespace {

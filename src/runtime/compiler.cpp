@@ -10,7 +10,7 @@
 
 #include "check_mode.hpp"
 #include "compiler_impl.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 #include "planned_allocate.hpp"
 
 namespace memplan {

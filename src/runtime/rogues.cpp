@@ -8,7 +8,7 @@
 
 #include "compiler_impl.hpp"
 #include "memplan/arena/pointer_errors.hpp"
-#include "memplan/log.hpp"
+#include "core/log.hpp"
 
 namespace memplan {
 

@@ -7,11 +7,11 @@
 #include "memplan/log.hpp"
 
 #include <gmock/gmock.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <atomic>
 #include <functional>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -62,10 +62,11 @@ TEST(Adaptors, ForwardFillsAndFenceQueriesAndEveryLayerCounts) {
 
 TEST(LoggingBackend, ForwardsLogsAndBothLayersCount) {
   std::ostringstream out;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  logger().sinks().push_back(sink);
-  const auto level = logger().level();
-  set_log_level(spdlog::level::debug);
+  set_log_sink([&out](LogLevel level, std::string_view message) {
+    if (level == LogLevel::Debug) out << message << '\n';
+  });
+  const LogLevel level = log_level();
+  set_log_level(LogLevel::Debug);
   HostBackend host;
   LoggingBackend logging(host);
   {
@@ -73,7 +74,7 @@ TEST(LoggingBackend, ForwardsLogsAndBothLayersCount) {
     arena.ensure_mapped(1);
   }
   set_log_level(level);
-  logger().sinks().pop_back();
+  set_log_sink({});
   EXPECT_EQ(logging.calls(), host.calls());
   EXPECT_EQ(host.calls()[Call::map], 1u);
   EXPECT_THAT(out.str(), ::testing::HasSubstr("create_chunk("));
