@@ -1,6 +1,6 @@
-// Field test 6: random step programs with random divergences, rogues, pauses and aborted steps,
-// run for thousands of steps against the shadow model (every live buffer keeps its fill pattern;
-// no two live buffers overlap). Then the same variants without disturbances: no new breaks.
+// Random step programs with random divergences, rogues, pauses and aborted steps, run for
+// thousands of steps against the shadow model (every live buffer keeps its fill pattern; no two
+// live buffers overlap). Then the same variants without disturbances: no new breaks.
 #include <random>
 
 #include "step_program.hpp"

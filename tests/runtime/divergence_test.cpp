@@ -1,5 +1,5 @@
-// Field tests 2, 3 and 5 (order): paths that diverge cost one break each the first time they are
-// seen and none after, whatever the number of steps.
+// Paths that diverge cost one break each the first time they are seen and none after, whatever
+// the number of steps; frees in another order than recorded cost none.
 #include "step_program.hpp"
 
 namespace memplan::testing {

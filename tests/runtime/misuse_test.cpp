@@ -1,4 +1,4 @@
-// Field test 5: each misuse gets its own named outcome and leaves the compiler usable.
+// Misuse: each misuse gets its own named outcome and leaves the compiler usable.
 #include <cstdlib>
 
 #include "memplan/arena/pointer_errors.hpp"

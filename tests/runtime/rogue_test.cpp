@@ -1,5 +1,5 @@
-// Field test 4 and its relatives: rogues keep their bytes, cost their own size, and are learned,
-// so breaks and memory stay flat over many steps.
+// Rogues keep their bytes, cost their own chunks, and are learned, so breaks and memory stay flat
+// over many steps.
 #include "rogue_cases.hpp"
 
 namespace memplan::testing {

@@ -1,4 +1,4 @@
-// Field test 1: one trace for 50 steps records once and replays 49 times at the same addresses,
+// One trace for 50 steps records once and replays 49 times at the same addresses,
 // with no backend call after the first step, a plan within 1% of the lower bound, and exactly the
 // plan (rounded up to the chunk) mapped.
 #include "step_program.hpp"

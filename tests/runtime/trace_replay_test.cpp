@@ -1,4 +1,4 @@
-// Field test 7: each real-model trace of data/traces/somas, replayed as a step program (allocate
+// Each real-model trace of data/traces/somas, replayed as a step program (allocate
 // at `lower`, free at `upper`) for 20 steps: no break after the first step, and physical memory
 // within one chunk of the plan. Sizes are the traces' own (up to 15.7 GB): the host backend maps
 // them lazily and this test never touches the bytes.

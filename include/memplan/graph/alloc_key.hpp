@@ -1,6 +1,7 @@
 // What identifies an allocation event when a step is matched against the allocation graph:
-// its size, its alignment and an optional tag. Tags are hashed once, at the call site's first
-// use, so matching compares three integers.
+// its size, its alignment and an optional tag, hashed so that matching compares three integers.
+// The hash is computed on every tagged call (FNV-1a over the tag's bytes), and tagged allocations
+// take the replay's out-of-line path, not the inline fast path.
 #pragma once
 
 #include <cstdint>
