@@ -31,7 +31,8 @@ constexpr std::size_t kMaxSearchBuffers = 20000;
 // ones (the order learns between them) whose node limit starts at kLearnedFirst and grows slowly
 // over the whole search, worth kLearnedShare times a static order's nodes. minimalloc/E, H and I
 // reach the bound within tens of milliseconds this way; no static order does within seconds
-// (how the share was chosen: docs/planner.md, "Stages"). The descent's questions get none: plans above the bound come from the static orders' dives.
+// (how the share was chosen: docs/planner.md, "Stages"). The descent's questions get none:
+// plans above the bound come from the static orders' dives.
 constexpr double kLearnedShare = 4.0;
 constexpr double kLearnedFirst = 500;
 constexpr double kLearnedGrowth = 1.05;
