@@ -25,7 +25,7 @@ ChunkHandle LimitingBackend::do_create_chunk(std::size_t bytes) {
                                   detail::pretty_bytes(limit_), detail::pretty_bytes(used_),
                                   detail::pretty_bytes(bytes)));
   }
-  const ChunkHandle chunk = upstream_.create_chunk(bytes);
+  const ChunkHandle chunk = upstream().create_chunk(bytes);
   [[maybe_unused]] const bool fresh = sizes_.emplace(chunk, bytes).second;
   assert(fresh && "the upstream handed out a handle that is still live");
   used_ += bytes;
@@ -42,11 +42,11 @@ void LimitingBackend::do_release_chunk(ChunkHandle chunk) {
   }
   // Credited even if this fails: the arena forgets a chunk whose release failed, so nothing would
   // ever release it again, and its number may come back from the upstream.
-  upstream_.release_chunk(chunk);
+  upstream().release_chunk(chunk);
 }
 
 std::size_t LimitingBackend::do_free_bytes() {
-  const std::size_t upstream_free = upstream_.free_bytes();
+  const std::size_t upstream_free = upstream().free_bytes();
   std::lock_guard lock(mutex_);
   return std::min(upstream_free, limit_ - std::min(used_, limit_));
 }

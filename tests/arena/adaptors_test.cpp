@@ -1,5 +1,6 @@
 // Counting is the contract; logging and limits are adaptors that stack on any backend.
 #include "memplan/arena/arena.hpp"
+#include "memplan/arena/forwarding_backend.hpp"
 #include "memplan/arena/host_backend.hpp"
 #include "memplan/arena/limiting_backend.hpp"
 #include "memplan/arena/logging_backend.hpp"
@@ -8,6 +9,7 @@
 
 #include <gmock/gmock.h>
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <sstream>
@@ -58,6 +60,34 @@ TEST(Adaptors, ForwardFillsAndFenceQueriesAndEveryLayerCounts) {
     EXPECT_EQ(b->calls()[Call::fill], b == &limited ? 2u : 1u) << b->name();  // the bad one stops at the top
     EXPECT_EQ(b->calls()[Call::query_fence], 1u);
   }
+}
+
+// The adaptors' base forwards every call unchanged: an adaptor that overrides nothing is the
+// upstream, call for call, through a whole arena's life.
+TEST(ForwardingBackend, AnAdaptorThatOverridesNothingForwardsEveryCall) {
+  class Plain final : public ForwardingBackend {
+   public:
+    using ForwardingBackend::ForwardingBackend;
+  };
+  HostBackend host;
+  Plain plain(host);
+  EXPECT_EQ(plain.granularity(), host.granularity());
+  EXPECT_EQ(plain.name(), host.name());
+  {
+    Arena arena(plain, 8 * host.granularity(), ArenaOptions{host.granularity(), "t"});
+    arena.add_user(StreamRef{});
+    arena.ensure_mapped(3 * host.granularity());
+    const std::array<ByteRange, 1> keep{{{4 * host.granularity(), host.granularity()}}};
+    arena.remap(keep);
+    (void)plain.free_bytes();
+    plain.fill(arena.address(4 * host.granularity()), 16, 1u, StreamRef{});
+  }
+  const CallCounts mine = plain.calls();
+  const CallCounts theirs = host.calls();
+  for (std::size_t i = 0; i < kCallKinds; ++i) {
+    EXPECT_EQ(mine.n[i], theirs.n[i]) << "call kind " << i;
+  }
+  EXPECT_GT(mine.total(), 10u);
 }
 
 TEST(LoggingBackend, ForwardsLogsAndBothLayersCount) {

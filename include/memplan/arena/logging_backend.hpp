@@ -3,18 +3,16 @@
 // opt-in, as in RMM's logging_resource_adaptor.
 #pragma once
 
-#include "memplan/arena/backend.hpp"
+#include "memplan/arena/forwarding_backend.hpp"
 
 namespace memplan::arena {
 
-class LoggingBackend final : public PhysicalBackend {
+// Every call is logged, so every call is overridden; the base forwards granularity and name.
+class LoggingBackend final : public ForwardingBackend {
  public:
-  explicit LoggingBackend(PhysicalBackend& upstream) : upstream_(upstream) {}
-  PhysicalBackend& upstream() noexcept { return upstream_; }
+  using ForwardingBackend::ForwardingBackend;
 
  private:
-  std::size_t do_granularity() const noexcept override { return upstream_.granularity(); }
-  std::string_view do_name() const noexcept override { return upstream_.name(); }
   void* do_reserve_va(std::size_t bytes) override;
   void do_free_va(void* va, std::size_t bytes) override;
   ChunkHandle do_create_chunk(std::size_t bytes) override;
@@ -29,8 +27,6 @@ class LoggingBackend final : public PhysicalBackend {
   bool do_fence_passed(FenceHandle fence) override;
   std::size_t do_free_bytes() override;
   void do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) override;
-
-  PhysicalBackend& upstream_;
 };
 
 }  // namespace memplan::arena
