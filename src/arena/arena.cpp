@@ -14,6 +14,17 @@ namespace memplan::arena {
 using detail::pretty_bytes;
 using detail::round_up;
 
+namespace {
+
+// Whether the slot [start, start + bytes) shares a byte with one of `ranges`.
+bool touches(std::span<const ByteRange> ranges, std::size_t start, std::size_t bytes) {
+  return std::any_of(ranges.begin(), ranges.end(), [&](const ByteRange& r) {
+    return r.bytes > 0 && start < r.offset + r.bytes && r.offset < start + bytes;
+  });
+}
+
+}  // namespace
+
 Arena::Arena(PhysicalBackend& backend, ArenaOptions options)
     : backend_(backend), options_(std::move(options)), users_(backend) {
   if (options_.chunk_bytes == 0)
@@ -91,10 +102,7 @@ void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
   if (reuse_others) {
     for (const auto& [slot, chunk] : slots_) {
       const std::size_t start = slot * chunk_;
-      const bool kept = std::any_of(ranges.begin(), ranges.end(), [&](const ByteRange& r) {
-        return r.bytes > 0 && start < r.offset + r.bytes && r.offset < start + chunk_;
-      });
-      if (!kept) donors.push_back(chunk);
+      if (!touches(ranges, start, chunk_)) donors.push_back(chunk);
     }
     std::reverse(donors.begin(), donors.end());  // taken from the back: lowest slots first
   }
@@ -139,10 +147,7 @@ void Arena::keep_only(std::span<const ByteRange> keep) {
   std::vector<std::size_t> gone;
   for (const auto& [slot, chunk] : slots_) {
     const std::size_t start = slot * chunk_;
-    const bool kept = std::any_of(keep.begin(), keep.end(), [&](const ByteRange& r) {
-      return r.bytes > 0 && start < r.offset + r.bytes && r.offset < start + chunk_;
-    });
-    if (!kept) gone.push_back(slot);
+    if (!touches(keep, start, chunk_)) gone.push_back(slot);
   }
   if (gone.empty()) return;
   users_.wait_all();

@@ -78,17 +78,14 @@ void Compiler::Impl::move_window() {
       return need > 0 && h.first < at + need && at < h.second;
     });
   };
-  // Clear of rogues for every step's plans; mapped for this step's (the others map at their
-  // begin_step).
-  const auto map_this_steps_plans = [&] {
+  // The window stays: mapped for this step's plans (the other steps' map at their begin_step);
+  // `held_inside` when a rogue lies in it, which replay then checks for.
+  const auto stay = [&](bool held_inside) {
+    rogues_in_window = held_inside;
     const Bytes mine = current != nullptr ? current->graph.arena_bytes() : need;
     arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(mine));
   };
-  if (clear(window)) {
-    rogues_in_window = false;
-    map_this_steps_plans();
-    return;
-  }
+  if (clear(window)) return stay(false);
   std::optional<Bytes> to;
   if (clear(0)) to = 0;
   for (std::size_t i = 0; !to && i < held.size(); ++i) {
@@ -96,12 +93,10 @@ void Compiler::Impl::move_window() {
   }
   const auto reserved = static_cast<Bytes>(arena.reserved_bytes());
   if (!to || *to + need > reserved) {
-    rogues_in_window = true;
     logger().warn("no window of {} B clear of {} live rogue(s) in the arena's {} B; replay "
                   "checks their ranges instead",
                   need, stats.live_rogues, reserved);
-    map_this_steps_plans();
-    return;
+    return stay(true);
   }
   const Bytes from = window;
   window = *to;
@@ -109,11 +104,9 @@ void Compiler::Impl::move_window() {
     arena.remap(ranges_to_keep());
   } catch (const Error& e) {
     window = from;
-    rogues_in_window = true;
     logger().warn("moving the plans clear of the rogues failed ({}); replay checks their ranges "
                   "instead", e.what());
-    map_this_steps_plans();
-    return;
+    return stay(true);
   }
   rogues_in_window = false;
   ++stats.window_moves;

@@ -153,7 +153,7 @@ void Compiler::Impl::pass_to(NodeId node) {
       late.push_back(buffer);
       // Served from the pool, it may outlive its Free node; from the plan it could not, so it
       // is never forgotten (a seen path would break on its range).
-      if (graph().node(buffer).persistent) graph().node(buffer).pooled_past_free = true;
+      if (g.node(buffer).persistent) g.node(buffer).pooled_past_free = true;
     }
   }
   cursor = g.node(node).parent;
@@ -197,15 +197,15 @@ void Compiler::Impl::deallocate(void* p) {
         }
         live[buffer] = nullptr;
         const auto was_late = std::find(late.begin(), late.end(), buffer);
+        const bool freed_late = was_late != late.end();  // its Free node is behind
+        if (freed_late) late.erase(was_late);
         if (next) {
           cursor = c;
-        } else if (was_late == late.end()) {
-          freed_early.push_back(buffer);  // not a break: its Free node is passed later
-          ++stats.frees_out_of_order;
         } else {
-          ++stats.frees_out_of_order;  // freed late: its Free node is behind
+          // Not a break. Freed early, its Free node is passed later.
+          if (!freed_late) freed_early.push_back(buffer);
+          ++stats.frees_out_of_order;
         }
-        if (was_late != late.end()) late.erase(was_late);
         ++event_index;
         --live_in_step;
         return;
@@ -249,22 +249,20 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
   const bool capped = graph().branch_count() >= options.branch_cap;
   mode = capped ? StepMode::Dynamic : StepMode::Record;
   start_recording();
-  // The frees that came early happened before the break: they start the new branch, so that
-  // its plan may reuse their bytes and the same program replays it (find_reachable passes them).
   if (mode == StepMode::Record) {
+    // The frees that came early happened before the break: they start the new branch, so that
+    // its plan may reuse their bytes and the same program replays it (find_reachable passes them).
     for (const NodeId buffer : freed_early) {
       cursor = graph().add_free(cursor, buffer);
       current->live.push_back(nullptr);
     }
-  }
-  freed_early.clear();
-  // Live, so the recording keeps their bytes and records their frees again; the plan must know
-  // that they outlive the Free nodes the replay passed.
-  if (mode == StepMode::Record) {
+    // Buffers freed late are live, so the recording keeps their bytes and records their frees
+    // again; the plan must know that they outlive the Free nodes the replay passed.
     for (const NodeId buffer : late) {
       if (!graph().node(buffer).persistent) recorded_late.push_back(buffer);  // pool: no bytes here
     }
   }
+  freed_early.clear();
   late.clear();
   if (capped && options.over_cap == OverCapPolicy::Error) {
     throw BranchLimitExceeded(fmt::format(
