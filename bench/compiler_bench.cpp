@@ -61,7 +61,7 @@ void BM_ReplayedPair(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(pairs));
   state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
-  state.counters["breaks"] = static_cast<double>(compiler.stats().graph_breaks);
+  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
 }
 BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs", "locked"});
 
@@ -171,7 +171,7 @@ void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
     state.counters["memplan_mapped_bytes"] = static_cast<double>(st.mapped_bytes);
     state.counters["memplan_plan_bytes"] = static_cast<double>(st.planned_peak_bytes);
     state.counters["lower_bound_bytes"] = static_cast<double>(st.lower_bound_bytes);
-    state.counters["breaks"] = static_cast<double>(st.graph_breaks);
+    state.counters["breaks"] = static_cast<double>(st.breaks);
 
     // cudaMallocAsync on its own pool, released between steps only as the driver decides.
     cudaMemPool_t pool = nullptr;

@@ -18,7 +18,7 @@
 namespace {
 
 using memplan::plan::Buffer;
-using memplan::plan::Bytes;
+using memplan::Bytes;
 using memplan::plan::Problem;
 using memplan::plan::Solution;
 
@@ -117,7 +117,7 @@ void register_greedy_indexes(const std::filesystem::path& file) {
   const Problem problem = memplan::plan::read_csv_file(file);
   const std::string name = "greedy_index/" + file.stem().string();
   benchmark::RegisterBenchmark((name + "/graph").c_str(), greedy_index, problem,
-                               memplan::plan::GreedyIndex::Graph)
+                               memplan::plan::GreedyIndex::Overlaps)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark((name + "/scan").c_str(), greedy_index, problem,
                                memplan::plan::GreedyIndex::Scan)

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda_check.hpp"
+#include "memplan/cuda_check.hpp"
 #include "flash_fwd.cuh"
 #include "flash_wgmma.hpp"
 

@@ -21,7 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cuda_check.hpp"
+#include "memplan/cuda_check.hpp"
 #include "flash_row.cuh"
 #include "flash_wgmma.hpp"
 #include "mma.cuh"

@@ -16,7 +16,7 @@ const ModeTraits& traits(SparsityMode mode) {
   return *found;
 }
 
-const char* to_string(SparsityMode mode) {
+std::string_view to_string(SparsityMode mode) noexcept {
   const ModeTraits* found = find_traits(mode);
   return found != nullptr ? found->name : "unknown";
 }

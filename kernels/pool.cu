@@ -5,7 +5,7 @@
 // A partial tail block is the mean of its valid tokens only.
 #include <cuda_bf16.h>
 
-#include "cuda_check.hpp"
+#include "memplan/cuda_check.hpp"
 #include "launchers.hpp"
 
 namespace memplan::attention::detail {

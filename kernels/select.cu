@@ -15,7 +15,7 @@
 #include <cstddef>
 
 #include "block_scores.cuh"
-#include "cuda_check.hpp"
+#include "memplan/cuda_check.hpp"
 #include "launchers.hpp"
 #include "memplan/attention/policy.hpp"
 #include "score_row.cuh"

@@ -8,14 +8,11 @@
 #include <cmath>
 
 #include "memplan/error.hpp"
+#include "memplan/types.hpp"
 
 namespace memplan::attention {
 
 namespace {
-
-std::size_t align_up(std::size_t value) {
-  return (value + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
-}
 
 // ceil(percent% of n), at least 1; computed in double so 10% of 1000 is exactly 100.
 int percent_of(double percent, int n) {
@@ -63,7 +60,7 @@ WorkspaceLayout workspace_layout(const AttentionShape& shape, const AttentionPol
   std::size_t offset = 0;
   auto take = [&offset](std::size_t bytes) {
     const std::size_t at = offset;
-    offset = align_up(offset + bytes);
+    offset = align_up(offset + bytes, kWorkspaceAlignment);
     return at;
   };
   layout.pooled_q = take(pooled);

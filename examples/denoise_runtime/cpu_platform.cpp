@@ -1,5 +1,5 @@
 // The CPU platform: float loops, the host backend (mmap/memfd, the VMM model on Linux) for
-// memplan, the host graph executor, and malloc as the baseline.
+// memplan, the host step capturer, and malloc as the baseline.
 #include <cstdlib>
 #include <unordered_map>
 
@@ -67,12 +67,12 @@ class CpuPlatform final : public Platform {
   std::unique_ptr<memplan::arena::PhysicalBackend> make_backend() override {
     return std::make_unique<memplan::arena::HostBackend>();
   }
-  memplan::capture::GraphExecutor& executor() override { return executor_; }
+  memplan::capture::StepCapturer& capturer() override { return capturer_; }
   std::unique_ptr<BaselineMemory> make_baseline() override { return std::make_unique<MallocMemory>(); }
 
  private:
   std::unique_ptr<Ops> ops_ = make_cpu_ops();
-  memplan::capture::HostGraphExecutor executor_;
+  memplan::capture::HostStepCapturer capturer_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "attention_policy.hpp"
 #include "gpu_ops.hpp"
 #include "memplan/attention/attention.hpp"
+#include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
 
 namespace denoise {
@@ -16,19 +17,12 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw memplan::CudaError(std::string(call) + " failed: " + cudaGetErrorString(status) + " (" +
-                             std::to_string(static_cast<int>(status)) + ")");
-  }
-}
-void check(cublasStatus_t status, const char* call) {
+void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) {
     throw memplan::CudaError(std::string(call) + " failed: " + cublasGetStatusString(status) + " (" +
                              std::to_string(static_cast<int>(status)) + ")");
   }
 }
-void launched(const char* kernel) { check(cudaGetLastError(), kernel); }
 
 unsigned grid(std::int64_t n, int threads = 256) {
   return static_cast<unsigned>((n + threads - 1) / threads);
@@ -144,8 +138,8 @@ __global__ void blend_kernel(float* x2, const float* x1, std::int64_t t2, std::i
 class GpuOps final : public Ops {
  public:
   explicit GpuOps(cudaStream_t stream) : stream_(stream) {
-    check(cublasCreate(&handle_), "cublasCreate");
-    check(cudaMalloc(&cublas_ws_, kCublasWorkspace), "cudaMalloc(cuBLAS workspace)");
+    check_cublas(cublasCreate(&handle_), "cublasCreate");
+    memplan::check_cuda(cudaMalloc(&cublas_ws_, kCublasWorkspace), "cudaMalloc(cuBLAS workspace)");
     bind(stream_);
   }
   ~GpuOps() override {
@@ -163,40 +157,40 @@ class GpuOps final : public Ops {
 
   void* alloc_fixed(std::size_t bytes) override {
     void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc(fixed)");
+    memplan::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc(fixed)");
     return p;
   }
   void free_fixed(void* p) noexcept override { (void)cudaFree(p); }
   void upload(void* dst, const void* src, std::size_t bytes) override {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync(upload)");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync(upload)");
+    memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
   void download(void* dst, const void* src, std::size_t bytes) override {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync(download)");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync(download)");
+    memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 
   void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool act, Stream s) override {
     fill_kernel<<<grid(n), 256, 0, on(s)>>>(p, n, seed, scale, act);
-    launched("fill_kernel");
+    memplan::check_launch("fill_kernel");
   }
   void embed(void* h, const float* x, const void* temb, const float* sched, const int* counter,
              std::int64_t tokens, int hidden, Stream s) override {
     const std::int64_t n = tokens * hidden;
     embed_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(h), x, static_cast<const bf16*>(temb),
                                              sched, counter, n, hidden);
-    launched("embed_kernel");
+    memplan::check_launch("embed_kernel");
   }
   void rmsnorm(void* out, const void* in, const void* gain, std::int64_t rows, int cols, Stream s) override {
     rmsnorm_kernel<<<static_cast<unsigned>(rows), 256, 0, on(s)>>>(
         static_cast<bf16*>(out), static_cast<const bf16*>(in), static_cast<const bf16*>(gain), cols);
-    launched("rmsnorm_kernel");
+    memplan::check_launch("rmsnorm_kernel");
   }
   void gemm(void* out, const void* in, const void* w, std::int64_t m, int k, int n, Stream s) override {
     bind(on(s));
     const float alpha = 1.0f, beta = 0.0f;
     // Row-major out[m,n] = in[m,k] w[k,n] is column-major out^T = w^T in^T.
-    check(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, static_cast<int>(m), k, &alpha, w,
+    check_cublas(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, static_cast<int>(m), k, &alpha, w,
                        CUDA_R_16BF, n, in, CUDA_R_16BF, k, &beta, out, CUDA_R_16BF, n,
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
@@ -205,7 +199,7 @@ class GpuOps final : public Ops {
     bind(on(s));
     const float alpha = 1.0f, beta = 0.0f;
     const long long hh = static_cast<long long>(hidden) * hidden;
-    check(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, hidden, static_cast<int>(m),
+    check_cublas(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, hidden, static_cast<int>(m),
                                      hidden, &alpha, w, CUDA_R_16BF, hidden, hh, in, CUDA_R_16BF,
                                      hidden, 0, &beta, qkv, CUDA_R_16BF, hidden, m * hidden, 3,
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
@@ -213,13 +207,13 @@ class GpuOps final : public Ops {
   }
   void rope_table(float* table, std::int64_t tokens, int head_dim, Stream s) override {
     rope_table_kernel<<<grid(tokens * head_dim / 2), 256, 0, on(s)>>>(table, tokens, head_dim);
-    launched("rope_table_kernel");
+    memplan::check_launch("rope_table_kernel");
   }
   void rope(void* q, void* k, const float* table, const Dims& d, Stream s) override {
     const std::int64_t n = d.tokens * d.heads * d.head_dim;  // 2 * pairs
     rope_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(q), static_cast<bf16*>(k), table,
                                             d.tokens, d.heads, d.head_dim);
-    launched("rope_kernel");
+    memplan::check_launch("rope_kernel");
   }
   void attention(void* out, const void* q, const void* k, const void* v, void* ws, std::size_t ws_bytes,
                  const Dims& d, Attn attn, Stream s) override {
@@ -228,23 +222,23 @@ class GpuOps final : public Ops {
   }
   void gelu(void* x, std::int64_t n, Stream s) override {
     gelu_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(x), n);
-    launched("gelu_kernel");
+    memplan::check_launch("gelu_kernel");
   }
   void add(void* h, const void* o, std::int64_t n, Stream s) override {
     add_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(h), static_cast<const bf16*>(o), n);
-    launched("add_kernel");
+    memplan::check_launch("add_kernel");
   }
   void euler(float* x, const void* v, const float* sched, const int* counter, std::int64_t n, Stream s) override {
     euler_kernel<<<grid(n), 256, 0, on(s)>>>(x, static_cast<const bf16*>(v), sched, counter, n);
-    launched("euler_kernel");
+    memplan::check_launch("euler_kernel");
   }
   void advance(int* counter, Stream s) override {
     advance_kernel<<<1, 1, 0, on(s)>>>(counter);
-    launched("advance_kernel");
+    memplan::check_launch("advance_kernel");
   }
   void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden, float a, Stream s) override {
     blend_kernel<<<grid(t2 * hidden), 256, 0, on(s)>>>(x2, x1, t2, t1, hidden, a);
-    launched("blend_kernel");
+    memplan::check_launch("blend_kernel");
   }
 
  private:
@@ -258,8 +252,8 @@ class GpuOps final : public Ops {
   // when the stream changes (never inside a capture in this runtime: one stream).
   void bind(cudaStream_t stream) {
     if (bound_ && stream == bound_stream_) return;
-    check(cublasSetStream(handle_, stream), "cublasSetStream");
-    check(cublasSetWorkspace(handle_, cublas_ws_, kCublasWorkspace), "cublasSetWorkspace");
+    check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
+    check_cublas(cublasSetWorkspace(handle_, cublas_ws_, kCublasWorkspace), "cublasSetWorkspace");
     bound_ = true;
     bound_stream_ = stream;
   }

@@ -9,32 +9,26 @@
 
 #include "gpu_ops.hpp"
 #include "memplan/arena/cuda_vmm_backend.hpp"
-#include "memplan/capture/cuda_graph_executor.hpp"
+#include "memplan/capture/cuda_graph_capturer.hpp"
+#include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
 #include "platform.hpp"
 
 namespace denoise {
 namespace {
 
-void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw memplan::CudaError(fmt::format("{} failed: {} ({})", call, cudaGetErrorString(status),
-                                         static_cast<int>(status)));
-  }
-}
-
 class AsyncMemory final : public BaselineMemory {
  public:
   explicit AsyncMemory(cudaStream_t stream) : stream_(stream) {
     int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice");
+    memplan::check_cuda(cudaGetDevice(&device), "cudaGetDevice");
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
-    check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+    memplan::check_cuda(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
     std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
-    check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold),
+    memplan::check_cuda(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold),
           "cudaMemPoolSetAttribute(release threshold)");
   }
   ~AsyncMemory() override {
@@ -45,24 +39,24 @@ class AsyncMemory final : public BaselineMemory {
   void* alloc(std::size_t bytes, std::string_view) override {
     void* p = nullptr;
     ++calls_;
-    check(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_), "cudaMallocFromPoolAsync");
+    memplan::check_cuda(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_), "cudaMallocFromPoolAsync");
     return p;
   }
   void free(void* p) override {
     ++calls_;
-    check(cudaFreeAsync(p, stream_), "cudaFreeAsync");
+    memplan::check_cuda(cudaFreeAsync(p, stream_), "cudaFreeAsync");
   }
   // Kept buffers (the rope cache) are not step memory: plain cudaMalloc, outside the pool.
   void* alloc_kept(std::size_t bytes, std::string_view, bool) override {
     void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc(kept)");
+    memplan::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc(kept)");
     kept_.insert(p);
     return p;
   }
   void free_kept(void* p) override {
     if (kept_.erase(p) == 0) throw memplan::InvalidPointer("async baseline: kept pointer not live");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    check(cudaFree(p), "cudaFree(kept)");
+    memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    memplan::check_cuda(cudaFree(p), "cudaFree(kept)");
   }
   void depends_on(const void*) override {}
   void launch(memplan::capture::Launch f) override { f(Stream{stream_}); }
@@ -73,7 +67,7 @@ class AsyncMemory final : public BaselineMemory {
  private:
   std::uint64_t attribute(cudaMemPoolAttr attr) const {
     std::uint64_t v = 0;
-    check(cudaMemPoolGetAttribute(pool_, attr, &v), "cudaMemPoolGetAttribute");
+    memplan::check_cuda(cudaMemPoolGetAttribute(pool_, attr, &v), "cudaMemPoolGetAttribute");
     return v;
   }
   cudaStream_t stream_;
@@ -85,11 +79,11 @@ class AsyncMemory final : public BaselineMemory {
 class GpuPlatform final : public Platform {
  public:
   GpuPlatform() {
-    check(cudaSetDevice(0), "cudaSetDevice");
+    memplan::check_cuda(cudaSetDevice(0), "cudaSetDevice");
     cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    memplan::check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     name_ = fmt::format("{} ({} SMs, {} MiB)", prop.name, prop.multiProcessorCount, prop.totalGlobalMem >> 20);
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    memplan::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     ops_ = make_gpu_ops(stream_);
   }
   ~GpuPlatform() override {
@@ -103,18 +97,18 @@ class GpuPlatform final : public Platform {
   std::string device_name() const override { return name_; }
   Ops& ops() override { return *ops_; }
   Stream stream() override { return Stream{stream_}; }
-  void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void synchronize() override { memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
   std::unique_ptr<memplan::arena::PhysicalBackend> make_backend() override {
     return std::make_unique<memplan::arena::CudaVmmBackend>();
   }
-  memplan::capture::GraphExecutor& executor() override { return executor_; }
+  memplan::capture::StepCapturer& capturer() override { return capturer_; }
   std::unique_ptr<BaselineMemory> make_baseline() override { return std::make_unique<AsyncMemory>(stream_); }
 
  private:
   std::string name_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<Ops> ops_;
-  memplan::capture::CudaGraphExecutor executor_;
+  memplan::capture::CudaGraphCapturer capturer_;
 };
 
 }  // namespace

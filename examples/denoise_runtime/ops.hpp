@@ -14,7 +14,7 @@
 
 namespace denoise {
 
-using Stream = memplan::arena::StreamRef;
+using Stream = memplan::StreamRef;
 
 struct Dims {
   std::int64_t tokens = 0;

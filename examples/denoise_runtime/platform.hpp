@@ -1,5 +1,5 @@
 // Where the runtime runs: the kernels (Ops), the stream, the physical-memory backend memplan maps
-// from, the graph executor, and the baseline allocator the memplan modes are compared with
+// from, the step capturer, and the baseline allocator the memplan modes are compared with
 // (cudaMallocAsync on a warm pool on the GPU, malloc on the CPU).
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "memplan/arena/backend.hpp"
-#include "memplan/capture/step_graph.hpp"
+#include "memplan/capture/captured_step.hpp"
 #include "ops.hpp"
 #include "step_memory.hpp"
 
@@ -39,7 +39,7 @@ class Platform {
   [[nodiscard]] virtual Stream stream() = 0;
   virtual void synchronize() = 0;
   [[nodiscard]] virtual std::unique_ptr<memplan::arena::PhysicalBackend> make_backend() = 0;
-  [[nodiscard]] virtual memplan::capture::GraphExecutor& executor() = 0;
+  [[nodiscard]] virtual memplan::capture::StepCapturer& capturer() = 0;
   [[nodiscard]] virtual std::unique_ptr<BaselineMemory> make_baseline() = 0;
 };
 

@@ -86,7 +86,7 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
   o.pool_chunk_bytes = std::size_t{2} << 20;
   memplan::Compiler compiler(*backend, o);
   memplan::capture::StepRunner runner(
-      compiler, platform.executor(), platform.stream(),
+      compiler, platform.capturer(), platform.stream(),
       {.enabled = mode == Mode::Graphs, .capture_after = c.capture_after});
   std::map<std::int64_t, void*> rope;
   run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
@@ -100,7 +100,7 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
     const auto after = compiler.stats();
     row.path = memplan::capture::to_string(path);
     row.replayed = after.steps_replayed > before.steps_replayed;
-    row.breaks = after.graph_breaks;
+    row.breaks = after.breaks;
     row.rogues = after.rogues;
     row.mapped = after.mapped_bytes;
     row.pool = after.pool_mapped_bytes;
@@ -112,7 +112,7 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
   const auto s = compiler.stats();
   r.planned_bytes = s.planned_peak_bytes;
   r.lower_bound = s.lower_bound_bytes;
-  r.breaks = s.graph_breaks;
+  r.breaks = s.breaks;
   r.rogues = s.rogues;
   r.branches = s.branches;
   r.steps_replayed = s.steps_replayed;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config.hpp"
@@ -16,7 +17,7 @@ struct StepRow {
   int pass = 0;
   int step = 0;
   Attn attn = Attn::Dense;
-  const char* path = "-";     // eager / capture / graph (memplan modes), "-" for the baseline
+  std::string_view path = "-";  // eager / capture / graph (memplan modes), "-" for the baseline
   bool replayed = false;      // memplan: the compiler replayed the whole step
   double host_ms = 0;         // time to issue the step (the host's part)
   double step_ms = 0;         // until the stream finished it

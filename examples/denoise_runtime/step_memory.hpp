@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "memplan/capture/step_graph.hpp"
+#include "memplan/capture/captured_step.hpp"
 
 namespace denoise {
 

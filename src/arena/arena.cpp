@@ -12,7 +12,6 @@
 namespace memplan::arena {
 
 using detail::pretty_bytes;
-using detail::round_up;
 
 namespace {
 
@@ -32,7 +31,7 @@ Arena::Arena(PhysicalBackend& backend, ArenaOptions options)
   if (options_.chunk_bytes > kMaxReserveBytes)
     throw InvalidArgument(fmt::format("arena '{}': absurd chunk size {}", options_.name,
                                       pretty_bytes(options_.chunk_bytes)));
-  chunk_ = round_up(options_.chunk_bytes, backend_.granularity());
+  chunk_ = align_up(options_.chunk_bytes, backend_.granularity());
 }
 
 Arena::Arena(PhysicalBackend& backend, std::size_t reserve_bytes, ArenaOptions options)
@@ -62,7 +61,7 @@ void Arena::reserve(std::size_t bytes) {
   if (bytes > kMaxReserveBytes)
     throw InvalidArgument(fmt::format("arena '{}': absurd reserve of {} (more than {})", options_.name,
                                       pretty_bytes(bytes), pretty_bytes(kMaxReserveBytes)));
-  const std::size_t rounded = round_up(bytes, chunk_);
+  const std::size_t rounded = align_up(bytes, chunk_);
   try {
     base_ = backend_.reserve_va(rounded);
   } catch (const OutOfMemory& e) {
@@ -86,7 +85,7 @@ void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
     top = std::max(top, r.offset + r.bytes);
     if (r.offset + r.bytes > reserved_) throw_oom(r.offset + r.bytes, "the request exceeds the reserved address range");
     if (r.bytes == 0) continue;
-    for (std::size_t i = r.offset / chunk_; i < round_up(r.offset + r.bytes, chunk_) / chunk_; ++i) {
+    for (std::size_t i = r.offset / chunk_; i < align_up(r.offset + r.bytes, chunk_) / chunk_; ++i) {
       if (!slots_.contains(i)) wanted.push_back(i);
     }
   }

@@ -8,8 +8,4 @@ namespace memplan::arena::detail {
 
 std::string pretty_bytes(std::size_t bytes);
 
-inline std::size_t round_up(std::size_t value, std::size_t multiple) noexcept {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
 }  // namespace memplan::arena::detail

@@ -2,22 +2,22 @@
 
 namespace memplan::arena {
 
-std::string_view call_name(Call call) noexcept {
+std::string_view to_string(Call call) noexcept {
   switch (call) {
-    case Call::reserve_va: return "reserve_va";
-    case Call::free_va: return "free_va";
-    case Call::create_chunk: return "create_chunk";
-    case Call::release_chunk: return "release_chunk";
-    case Call::map: return "map";
-    case Call::set_access: return "set_access";
-    case Call::unmap: return "unmap";
-    case Call::create_fence: return "create_fence";
-    case Call::record_fence: return "record_fence";
-    case Call::wait_fence: return "wait_fence";
-    case Call::destroy_fence: return "destroy_fence";
-    case Call::query_free: return "query_free";
-    case Call::fill: return "fill";
-    case Call::query_fence: return "query_fence";
+    case Call::ReserveVa: return "reserve_va";
+    case Call::FreeVa: return "free_va";
+    case Call::CreateChunk: return "create_chunk";
+    case Call::ReleaseChunk: return "release_chunk";
+    case Call::Map: return "map";
+    case Call::SetAccess: return "set_access";
+    case Call::Unmap: return "unmap";
+    case Call::CreateFence: return "create_fence";
+    case Call::RecordFence: return "record_fence";
+    case Call::WaitFence: return "wait_fence";
+    case Call::DestroyFence: return "destroy_fence";
+    case Call::QueryFree: return "query_free";
+    case Call::Fill: return "fill";
+    case Call::QueryFence: return "query_fence";
   }
   return "unknown";
 }

@@ -15,13 +15,12 @@
 namespace memplan::arena {
 
 using detail::pretty_bytes;
-using detail::round_up;
 
 namespace {
 void* as_pointer(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
 }  // namespace
 
-const char* to_string(CheckRegion region) noexcept {
+std::string_view to_string(CheckRegion region) noexcept {
   switch (region) {
     case CheckRegion::Outside: return "outside the check heap";
     case CheckRegion::Gap: return "a gap between allocations (never mapped)";
@@ -40,7 +39,7 @@ CheckHeap::CheckHeap(PhysicalBackend& backend, CheckHeapOptions options)
                                       options_.name, pretty_bytes(options_.reserve_bytes),
                                       pretty_bytes(kMaxReserveBytes)));
   }
-  reserved_ = round_up(options_.reserve_bytes, granularity_);
+  reserved_ = align_up(options_.reserve_bytes, granularity_);
   try {
     base_ = reinterpret_cast<std::uintptr_t>(backend_.reserve_va(reserved_));
   } catch (const OutOfMemory& e) {
@@ -105,9 +104,9 @@ void* CheckHeap::allocate(std::size_t bytes, std::size_t alignment, StreamRef st
   }
   collect();
   const std::size_t align = std::max<std::size_t>(alignment, 4);  // fills write whole words
-  const std::size_t padded = round_up(bytes, align);
-  const std::size_t span = round_up(padded, granularity_);
-  const std::uintptr_t begin = round_up(next_, std::max(align, granularity_));
+  const std::size_t padded = align_up(bytes, align);
+  const std::size_t span = align_up(padded, granularity_);
+  const std::uintptr_t begin = align_up(next_, std::max(align, granularity_));
   const std::uintptr_t limit = base_ + reserved_;
   if (begin > limit || span > limit - begin) {
     throw OutOfMemory(fmt::format(

@@ -15,7 +15,6 @@ namespace memplan::arena {
 
 using detail::kNone;
 using detail::pretty_bytes;
-using detail::round_up;
 
 PersistentPool::PersistentPool(PhysicalBackend& backend, PoolOptions options)
     : arena_(backend, options.reserve_bytes, ArenaOptions{options.chunk_bytes, std::move(options.name)}),
@@ -66,7 +65,7 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
                                       arena_.name(), alignment, kMaxAlignment));
   }
   if (bytes - 1 >= kMaxRequestBytes) throw_bad_size(bytes);
-  const std::uint64_t size = round_up(bytes, kAlignment);
+  const std::uint64_t size = align_up(bytes, kAlignment);
   const std::uint64_t search = size + alignment - kAlignment;
   std::uint32_t b = free_.find(blocks_, search);
   if (b == kNone) {
@@ -74,11 +73,11 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
     // aligned allocation needs from there, if anything (the top block may fit as it is).
     const bool top_free = top_ != kNone && blocks_[top_].free();
     const std::uint64_t from = base_ + (top_free ? blocks_[top_].offset : arena_.mapped_bytes());
-    const std::uint64_t need = round_up(from, alignment) - from + size;
+    const std::uint64_t need = align_up(from, alignment) - from + size;
     b = top_free && blocks_[top_].size >= need ? top_ : grow_for(need);
   }
   const std::uint64_t start = base_ + blocks_[b].offset;
-  const std::uint64_t pad = round_up(start, alignment) - start;
+  const std::uint64_t pad = align_up(start, alignment) - start;
   if (pad == 0) return take(b, size);
   free_.remove(blocks_, b);  // before its size changes: the lists file blocks by size
   split(b, pad, blocks_[b].size - pad);  // the aligned rest becomes a free block of its own
@@ -90,7 +89,7 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
 std::size_t PersistentPool::trim() {
   if (top_ == kNone || !blocks_[top_].free()) return 0;
   const std::size_t mapped = arena_.mapped_bytes();
-  const std::size_t keep = round_up(blocks_[top_].offset, arena_.chunk_bytes());
+  const std::size_t keep = align_up(blocks_[top_].offset, arena_.chunk_bytes());
   if (keep >= mapped) return 0;
   arena_.trim(keep);  // first: if it throws, the pool is unchanged
   free_.remove(blocks_, top_);

@@ -8,7 +8,7 @@
 
 namespace memplan::capture {
 
-const char* to_string(StepPath path) noexcept {
+std::string_view to_string(StepPath path) noexcept {
   switch (path) {
     case StepPath::Eager: return "eager";
     case StepPath::Captured: return "capture";
@@ -17,10 +17,10 @@ const char* to_string(StepPath path) noexcept {
   return "?";
 }
 
-StepRunner::StepRunner(Compiler& compiler, GraphExecutor& executor, arena::StreamRef stream,
+StepRunner::StepRunner(Compiler& compiler, StepCapturer& capturer, StreamRef stream,
                        CaptureOptions options)
     : compiler_(compiler),
-      executor_(executor),
+      capturer_(capturer),
       stream_(stream),
       options_(options),
       context_(compiler, stream) {
@@ -61,7 +61,7 @@ StepPath StepRunner::run(std::string_view step_name, std::string_view key, const
   }
   context_.depends_on(context_.launches_);
   const Stats after = compiler_.stats();
-  const bool replayed = after.graph_breaks == before.graph_breaks &&
+  const bool replayed = after.breaks == before.breaks &&
                         after.recorded_allocations == before.recorded_allocations &&
                         after.steps_dynamic == before.steps_dynamic;
   const StepPath path = finish(entry, replayed);
@@ -88,7 +88,7 @@ StepPath StepRunner::finish(Entry& entry, bool replayed) {
   entry.fingerprint.swap(context_.trace_);
   if (entry.stable >= options_.capture_after && !entry.uncapturable) {
     try {
-      entry.graph = executor_.capture(stream_, context_.deferred_);
+      entry.graph = capturer_.capture(stream_, context_.deferred_);
     } catch (const Error& e) {
       logger().warn("capture failed, the step runs eagerly from now on: {}", e.what());
       entry.uncapturable = true;

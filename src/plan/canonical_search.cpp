@@ -13,10 +13,6 @@ namespace {
 constexpr Bytes kUnplaced = -1;
 constexpr Bytes kNoLimit = std::numeric_limits<Bytes>::max();
 
-Bytes align_up(Bytes value, Bytes alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
 std::size_t at(int index) { return static_cast<std::size_t>(index); }
 
 }  // namespace
@@ -263,10 +259,10 @@ Bytes CanonicalSearch::settle(int v, Bytes from) const {
   const Bytes size = model_.size[at(v)];
   const Bytes alignment = model_.alignment[at(v)];
   Bytes offset = align_up(from, alignment);
-  for (const Obstacle& obstacle : model_.obstacles(v)) {  // sorted by begin
-    if (obstacle.end <= offset) continue;
-    if (obstacle.begin >= offset + size) break;
-    offset = align_up(obstacle.end, alignment);
+  for (const FixedNeighbour& fixed : model_.fixed_neighbours(v)) {  // sorted by begin
+    if (fixed.end <= offset) continue;
+    if (fixed.begin >= offset + size) break;
+    offset = align_up(fixed.end, alignment);
   }
   return offset;
 }

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "interval_graph.hpp"
+#include "overlap_index.hpp"
 
 namespace memplan::plan::detail {
 

@@ -135,10 +135,6 @@ class CapacityOracle {
   Bytes fixed_top_ = 0;  // highest byte a fixed-offset buffer reaches
 };
 
-Bytes round_up(Bytes value, Bytes granularity) {
-  return (value + granularity - 1) / granularity * granularity;
-}
-
 }  // namespace
 
 bool exact_search_fits(const Problem& problem) {
@@ -159,7 +155,7 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
   const SearchModel& model = oracle.model();
   if (model.buffer_count() == 0) return result;
   const Bytes step = model.granularity;
-  Bytes low = round_up(lower_bound, step);  // every plan is a multiple of step: none below
+  Bytes low = align_up(lower_bound, step);  // every plan is a multiple of step: none below
   std::int64_t effort = std::max<std::int64_t>(1000, 2 * model.buffer_count());
 
   const auto ask = [&](Bytes capacity, std::int64_t node_limit, double learned_share) {

@@ -13,11 +13,6 @@
 
 namespace memplan::plan::detail {
 
-// The lowest multiple of `alignment` (a power of two) at or above `value`.
-[[nodiscard]] inline Bytes align_up(Bytes value, Bytes alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
 // Values stay below kMaxArenaBytes plus a few sizes and alignments (the callers stop a plan that
 // passes kMaxArenaBytes), so no sum here can wrap.
 class GapFit {

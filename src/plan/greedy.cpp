@@ -25,7 +25,7 @@ namespace {
 
 constexpr Bytes kUnplaced = -1;
 
-// Graph index: a placed neighbour's position in a packed sort key (see place_by_graph).
+// Graph index: a placed neighbour's position in a packed sort key (see place_by_overlaps).
 constexpr int kPositionBits = 22;
 constexpr std::uint64_t kPositionMask = (std::uint64_t{1} << kPositionBits) - 1;
 
@@ -34,12 +34,12 @@ constexpr std::uint64_t kPositionMask = (std::uint64_t{1} << kPositionBits) - 1;
 constexpr double kScanAdvantage = 4.0;
 // Above this many overlap entries the graph would take more than 256 MiB (and seconds to
 // build): the scan needs no memory, and the portfolio's deadline bounds its time.
-constexpr double kMaxGraphEntries = 1 << 26;
+constexpr double kMaxOverlapEntries = 1 << 26;
 // Above this many overlap entries (Graph) or n² (Scan) a run costs tens of milliseconds.
-constexpr double kLargeGraphEntries = 1 << 22;
+constexpr double kLargeOverlapEntries = 1 << 22;
 constexpr double kLargeScanPairs = 1 << 26;
 // ... half a second or more, and (scan only) minutes.
-constexpr double kWideGraphEntries = 1 << 24;
+constexpr double kWideOverlapEntries = 1 << 24;
 constexpr double kWideScanPairs = 0x1p29;
 constexpr double kHopelessScanPairs = 0x1p38;
 // The deadline is read every this many placements: a few microseconds of work on small
@@ -58,7 +58,7 @@ GreedyIndex choose_index(std::span<const std::int64_t> degrees) {
   for (const std::int64_t d : degrees) widest = std::max(widest, d);
   const auto n = static_cast<double>(degrees.size());
   const double sort_cost = entries * std::log2(static_cast<double>(widest) + 1) * kScanAdvantage;
-  return n * n < sort_cost || entries > kMaxGraphEntries ? GreedyIndex::Scan : GreedyIndex::Graph;
+  return n * n < sort_cost || entries > kMaxOverlapEntries ? GreedyIndex::Scan : GreedyIndex::Overlaps;
 }
 
 // The occupying buffers in start order: a buffer's neighbours then sit at nearby indices, so
@@ -83,7 +83,7 @@ GreedyContext::GreedyContext(const Problem& problem, GreedyIndex index)
       lifetimes_(lifetimes_of(problem, occupying_)),
       degrees_(overlap_degrees(lifetimes_)),
       requested_(index),
-      generic_(index == GreedyIndex::Graph || index == GreedyIndex::Scan ? index
+      generic_(index == GreedyIndex::Overlaps || index == GreedyIndex::Scan ? index
                                                                          : choose_index(degrees_)) {
   check_buffers(problem);  // the sums below, and every run's, rely on its limits
   // No offset a run picks exceeds the obstacles' top plus every size and alignment pad.
@@ -113,13 +113,13 @@ GreedyIndex GreedyContext::index_for(GreedyOrder order) const {
 bool GreedyContext::expensive() const {
   const double n = static_cast<double>(occupying_.size());
   return generic_ == GreedyIndex::Scan ? n * n > kLargeScanPairs
-                                       : entries_of(degrees_) > kLargeGraphEntries;
+                                       : entries_of(degrees_) > kLargeOverlapEntries;
 }
 
 bool GreedyContext::wide() const {
   const double n = static_cast<double>(occupying_.size());
   return generic_ == GreedyIndex::Scan ? n * n > kWideScanPairs
-                                       : entries_of(degrees_) > kWideGraphEntries;
+                                       : entries_of(degrees_) > kWideOverlapEntries;
 }
 
 bool GreedyContext::hopeless() const {
@@ -157,10 +157,10 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
     return end;
   }
   (void)keys();
-  if (generic_ == GreedyIndex::Graph && !graph_) {
-    graph_.emplace(lifetimes_, deadline);
-    if (!graph_->complete()) {
-      graph_.reset();
+  if (generic_ == GreedyIndex::Overlaps && !overlaps_) {
+    overlaps_.emplace(lifetimes_, deadline);
+    if (!overlaps_->complete()) {
+      overlaps_.reset();
       return RunEnd::OutOfTime;
     }
   }
@@ -256,18 +256,18 @@ Bytes GreedyContext::place(int v, Fit fit) {
   if (generic_ == GreedyIndex::Scan) {
     by_offset_.feed(gap, lifetimes_[i]);
   } else {
-    place_by_graph(v, gap);
+    place_by_overlaps(v, gap);
   }
   return gap.offset();
 }
 
-void GreedyContext::place_by_graph(int v, GapFit& gap) {
+void GreedyContext::place_by_overlaps(int v, GapFit& gap) {
   if (packable_) {
     // Sorting plain integers is about twice as fast as sorting pairs by a key: each begin
     // goes in the high bits, its position in taken_end_ (for the end) in the low ones.
     taken_keys_.clear();
     taken_end_.clear();
-    for (const int u : graph_->neighbours(v)) {
+    for (const int u : overlaps_->neighbours(v)) {
       const auto [begin, end] = span_[static_cast<std::size_t>(u)];
       if (begin == kUnplaced) continue;
       taken_keys_.push_back(static_cast<std::uint64_t>(begin) << kPositionBits |
@@ -284,7 +284,7 @@ void GreedyContext::place_by_graph(int v, GapFit& gap) {
     return;
   }
   taken_.clear();
-  for (const int u : graph_->neighbours(v)) {
+  for (const int u : overlaps_->neighbours(v)) {
     const auto j = static_cast<std::size_t>(u);
     if (span_[j].first != kUnplaced) taken_.push_back(span_[j]);
   }
@@ -297,7 +297,7 @@ void GreedyContext::place_by_graph(int v, GapFit& gap) {
 
 }  // namespace detail
 
-std::string to_string(GreedyOrder order) {
+std::string_view to_string(GreedyOrder order) noexcept {
   switch (order) {
     case GreedyOrder::Size: return "size";
     case GreedyOrder::Length: return "length";
@@ -309,7 +309,7 @@ std::string to_string(GreedyOrder order) {
   return "unknown";
 }
 
-std::string to_string(Fit fit) { return fit == Fit::Best ? "best-fit" : "first-fit"; }
+std::string_view to_string(Fit fit) noexcept { return fit == Fit::Best ? "best-fit" : "first-fit"; }
 
 GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit, GreedyIndex index) {
   detail::GreedyContext context(problem, index);

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "interval_graph.hpp"
+#include "overlap_index.hpp"
 #include "memplan/plan/greedy.hpp"
 #include "placed_by_offset.hpp"
 #include "sweep_greedy.hpp"
@@ -31,7 +31,7 @@ class GreedyContext {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `index`: Auto picks per order (see GreedyIndex); Graph or Scan serve every order.
+  // `index`: Auto picks per order (see GreedyIndex); Overlaps or Scan serve every order.
   GreedyContext(const Problem& problem, GreedyIndex index);
 
   [[nodiscard]] GreedyIndex index_for(GreedyOrder order) const;
@@ -57,7 +57,7 @@ class GreedyContext {
   void sort_by(GreedyOrder order, std::vector<int>& free) const;
   Bytes settle(int v, Bytes offset);
   Bytes place(int v, Fit fit);
-  void place_by_graph(int v, GapFit& gap);
+  void place_by_overlaps(int v, GapFit& gap);
   const OrderKeys& keys();
 
   const Problem& problem_;
@@ -65,9 +65,9 @@ class GreedyContext {
   std::vector<Lifetime> lifetimes_;
   std::vector<std::int64_t> degrees_;   // overlapping buffers of each
   GreedyIndex requested_;
-  GreedyIndex generic_;                 // Graph or Scan: the index of the other orders
+  GreedyIndex generic_;                 // Overlaps or Scan: the index of the other orders
   std::optional<OrderKeys> keys_;
-  std::optional<IntervalGraph> graph_;  // Graph index only
+  std::optional<OverlapIndex> overlaps_;  // Overlaps index only
   std::optional<SweepGreedy> sweep_;
   PlacedByOffset by_offset_;            // Scan index only
   std::vector<std::pair<Bytes, Bytes>> span_;  // per buffer: [offset, top), kUnplaced before

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gap_fit.hpp"
-#include "interval_graph.hpp"
+#include "overlap_index.hpp"
 
 namespace memplan::plan::detail {
 

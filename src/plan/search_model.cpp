@@ -23,7 +23,7 @@ std::vector<std::size_t> free_buffers(const Problem& problem) {
 SearchModel::SearchModel(const Problem& problem)
     : problem_index(free_buffers(problem)),
       lifetimes(lifetimes_of(problem, problem_index)),
-      graph(lifetimes),
+      overlaps(lifetimes),
       sections(cross_sections(lifetimes)) {
   for (const std::size_t i : problem_index) {
     size.push_back(problem.buffers[i].size);
@@ -57,7 +57,7 @@ SearchModel::SearchModel(const Problem& problem)
       gcd = std::gcd(gcd, std::gcd(*b.fixed_offset, b.size));
     }
     std::sort(obstacle_list.begin() + static_cast<std::ptrdiff_t>(first), obstacle_list.end(),
-              [](const Obstacle& a, const Obstacle& b) { return a.begin < b.begin; });
+              [](const FixedNeighbour& a, const FixedNeighbour& b) { return a.begin < b.begin; });
     obstacle_starts[v + 1] = obstacle_list.size();
   }
   granularity = std::max<Bytes>(gcd, 1);

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "cross_sections.hpp"
-#include "interval_graph.hpp"
+#include "overlap_index.hpp"
 #include "memplan/plan/problem.hpp"
 
 namespace memplan::plan::detail {
 
 // A fixed-offset buffer seen from a free one: the bytes [begin, end) are taken while both live.
-struct Obstacle {
+struct FixedNeighbour {
   Bytes begin = 0;
   Bytes end = 0;
 };
@@ -26,8 +26,8 @@ class SearchModel {
   explicit SearchModel(const Problem& problem);
 
   [[nodiscard]] int buffer_count() const { return static_cast<int>(problem_index.size()); }
-  [[nodiscard]] std::span<const int> neighbours(int v) const { return graph.neighbours(v); }
-  [[nodiscard]] std::span<const Obstacle> obstacles(int v) const {
+  [[nodiscard]] std::span<const int> neighbours(int v) const { return overlaps.neighbours(v); }
+  [[nodiscard]] std::span<const FixedNeighbour> fixed_neighbours(int v) const {
     const auto i = static_cast<std::size_t>(v);
     return {obstacle_list.data() + obstacle_starts[i], obstacle_starts[i + 1] - obstacle_starts[i]};
   }
@@ -40,7 +40,7 @@ class SearchModel {
   std::vector<Lifetime> lifetimes;
   std::vector<Bytes> size;
   std::vector<Bytes> alignment;
-  IntervalGraph graph;                     // among model buffers only
+  OverlapIndex overlaps;                   // among model buffers only
   CrossSections sections;                  // of model buffers only
   std::vector<Bytes> section_totals;       // sum of member sizes
   std::vector<int> crossings;              // buffers crossing each section boundary
@@ -51,7 +51,7 @@ class SearchModel {
 
  private:
   std::vector<std::size_t> obstacle_starts;
-  std::vector<Obstacle> obstacle_list;     // per buffer, sorted by begin
+  std::vector<FixedNeighbour> obstacle_list;     // per buffer, sorted by begin
   std::vector<std::size_t> member_starts;
   std::vector<int> member_list;
 };

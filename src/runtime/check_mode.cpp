@@ -20,7 +20,7 @@ const char* on_off(bool flag) { return flag ? "on" : "off"; }
 
 }  // namespace
 
-const char* to_string(AddressKind kind) noexcept {
+std::string_view to_string(AddressKind kind) noexcept {
   switch (kind) {
     case AddressKind::Buffer: return "buffer";
     case AddressKind::Padding: return "padding";
@@ -43,7 +43,7 @@ Compiler::Check::Check(arena::PhysicalBackend& backend, const CompilerOptions& o
   }
 }
 
-void* Compiler::Check::allocate(Compiler& compiler, std::size_t bytes, arena::StreamRef stream,
+void* Compiler::Check::allocate(Compiler& compiler, std::size_t bytes, StreamRef stream,
                                 std::string_view tag, std::size_t alignment) {
   Impl& impl = *compiler.impl_;
   const std::lock_guard guard(impl.lock);
@@ -61,7 +61,7 @@ void* Compiler::Check::allocate(Compiler& compiler, std::size_t bytes, arena::St
   return p;
 }
 
-void Compiler::Check::deallocate(Compiler& compiler, void* p, arena::StreamRef stream) {
+void Compiler::Check::deallocate(Compiler& compiler, void* p, StreamRef stream) {
   if (p == nullptr) return;
   Impl& impl = *compiler.impl_;
   const std::lock_guard guard(impl.lock);
@@ -87,7 +87,7 @@ void Compiler::Check::deallocate(Compiler& compiler, void* p, arena::StreamRef s
 // words up to the next multiple of 4 are this buffer's padding; below that only whole words inside
 // are filled.
 void Compiler::Check::poison(void* p, std::size_t bytes, std::size_t alignment, std::uint32_t pattern,
-                             arena::StreamRef stream) {
+                             StreamRef stream) {
   std::uintptr_t begin = address_of(p);
   std::uintptr_t end = begin + bytes;
   if (alignment >= 4) {

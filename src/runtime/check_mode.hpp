@@ -3,7 +3,7 @@
 //   - poison only: the plans serve as usual; handed-out and freed buffers are filled with the
 //     poison on the allocating and the freeing stream;
 //   - no_reuse or guard_gaps: every allocation (step, pause, outside steps) is served by an
-//     arena::CheckHeap at fresh addresses; the compiler's graph sees no events, so its steps
+//     arena::CheckHeap at fresh addresses; the compiler's tree sees no events, so its steps
 //     replay empty branches and nothing is planned or captured.
 // Either way every buffer is recorded in the address book for describe_address.
 #pragma once
@@ -25,9 +25,9 @@ struct Compiler::Check {
 
   // Compiler::allocate / deallocate while check mode is on; they take the compiler's lock (the
   // public calls test for check mode before locking, so that the planned path stays as it was).
-  void* allocate(Compiler& compiler, std::size_t bytes, arena::StreamRef stream, std::string_view tag,
+  void* allocate(Compiler& compiler, std::size_t bytes, StreamRef stream, std::string_view tag,
                  std::size_t alignment);
-  void deallocate(Compiler& compiler, void* p, arena::StreamRef stream);
+  void deallocate(Compiler& compiler, void* p, StreamRef stream);
   // Compiler::trim / release: waits for the check heap's pending frees and releases them.
   void trim();
   [[nodiscard]] std::string summary() const;
@@ -37,7 +37,7 @@ struct Compiler::Check {
  private:
   CheckMoment moment(const Impl& impl);
   void poison(void* p, std::size_t bytes, std::size_t alignment, std::uint32_t pattern,
-              arena::StreamRef stream);
+              StreamRef stream);
   [[nodiscard]] std::string history(const void* p) const;
 
   arena::PhysicalBackend& backend_;

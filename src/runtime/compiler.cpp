@@ -58,9 +58,9 @@ CompilerOptions checked(CompilerOptions options, const arena::PhysicalBackend& b
 
 // What last_stream holds until the first allocation: no stream has this address, so the first
 // stream used (the default stream, nullptr, included) is registered like any other.
-arena::StreamRef no_stream_yet() noexcept {
+StreamRef no_stream_yet() noexcept {
   static constinit char marker = 0;
-  return arena::StreamRef{&marker};
+  return StreamRef{&marker};
 }
 
 }  // namespace
@@ -89,7 +89,7 @@ Compiler::~Compiler() {
   }
 }
 
-void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
+void* Compiler::allocate(std::size_t bytes, StreamRef stream, std::string_view tag,
                          std::size_t alignment) {
   if (check_ != nullptr) [[unlikely]] return check_->allocate(*this, bytes, stream, tag, alignment);
   const std::lock_guard guard(impl_->lock);
@@ -97,14 +97,14 @@ void* Compiler::allocate(std::size_t bytes, arena::StreamRef stream, std::string
 }
 
 // The lock is held. The stream becomes a user of the arena and the pool: unmapping waits for it.
-void Compiler::use_stream(arena::StreamRef stream) {
+void Compiler::use_stream(StreamRef stream) {
   if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) != impl_->streams.end()) return;
   impl_->arena.add_user(stream);
   impl_->pool.arena().add_user(stream);
   impl_->streams.push_back(stream);
 }
 
-bool Compiler::forget_stream(arena::StreamRef stream) {
+bool Compiler::forget_stream(StreamRef stream) {
   const std::lock_guard guard(impl_->lock);
   const auto it = std::find(impl_->streams.begin(), impl_->streams.end(), stream);
   if (it == impl_->streams.end()) return false;
@@ -120,7 +120,7 @@ bool Compiler::forget_stream(arena::StreamRef stream) {
   return true;
 }
 
-void Compiler::deallocate(void* p, arena::StreamRef stream) {
+void Compiler::deallocate(void* p, StreamRef stream) {
   if (check_ != nullptr) [[unlikely]] return check_->deallocate(*this, p, stream);
   const std::lock_guard guard(impl_->lock);
   if (impl_->try_replay_free(p)) [[likely]] return;

@@ -17,23 +17,22 @@
 
 #include "memplan/arena/arena.hpp"
 #include "memplan/arena/persistent_pool.hpp"
-#include "memplan/graph/allocation_graph.hpp"
-#include "memplan/graph/branch_planner.hpp"
-#include "memplan/graph/free_ranges.hpp"
-#include "memplan/graph/occupied_ranges.hpp"
+#include "memplan/tree/allocation_tree.hpp"
+#include "memplan/tree/branch_planner.hpp"
+#include "memplan/tree/free_ranges.hpp"
+#include "memplan/tree/occupied_ranges.hpp"
 #include "compiler_lock.hpp"
 #include "memplan/runtime/compiler.hpp"
 
 namespace memplan {
 
-using graph::Bytes;
-using graph::NodeId;
+using tree::NodeId;
 
-// One allocation graph per step name, with the pointer each node's buffer has while it is live in
+// One allocation tree per step name, with the pointer each node's buffer has while it is live in
 // the running step (indexed by node id; nullptr when not live).
-struct StepGraph {
+struct StepTree {
   std::string name;
-  graph::AllocationGraph graph;
+  tree::AllocationTree tree;
   std::vector<void*> live{nullptr};
   std::uint64_t steps = 0;
 };
@@ -41,13 +40,13 @@ struct StepGraph {
 // How the running step is served.
 enum class StepMode : std::uint8_t {
   Replay,   // following a known branch: base + offset
-  Record,   // after a break, or the first time: best fit, events appended to the graph
+  Record,   // after a break, or the first time: best fit, events appended to the tree
   Dynamic,  // past the branch cap: best fit, nothing learned
 };
 
 // A live buffer of the running step while it records: where its bytes are.
 struct Instance {
-  NodeId node = graph::kNoNode;  // kNoNode in Dynamic mode
+  NodeId node = tree::kNoNode;  // kNoNode in Dynamic mode
   Bytes offset = 0;
   Bytes size = 0;
 };
@@ -74,11 +73,11 @@ struct Compiler::Impl {
         [[unlikely]] {
       return nullptr;
     }
-    const graph::AllocationGraph& g = current->graph;
+    const tree::AllocationTree& g = current->tree;
     const NodeId c = g.node(cursor).first_child;
-    if (c == graph::kNoNode) [[unlikely]] return nullptr;
-    const graph::Node& n = g.node(c);
-    if (n.kind != graph::EventKind::Alloc || n.persistent || n.key.tag != 0 ||
+    if (c == tree::kNoNode) [[unlikely]] return nullptr;
+    const tree::Node& n = g.node(c);
+    if (n.kind != tree::EventKind::Alloc || n.persistent || n.key.tag != 0 ||
         n.key.size != static_cast<Bytes>(bytes) ||
         n.key.alignment != static_cast<Bytes>(options.default_alignment)) [[unlikely]] {
       return nullptr;
@@ -93,11 +92,11 @@ struct Compiler::Impl {
   }
   bool try_replay_free(void* p) {
     if (current == nullptr || mode != StepMode::Replay || !late.empty()) [[unlikely]] return false;
-    const graph::AllocationGraph& g = current->graph;
+    const tree::AllocationTree& g = current->tree;
     const NodeId c = g.node(cursor).first_child;
-    if (c == graph::kNoNode) [[unlikely]] return false;
-    const graph::Node& n = g.node(c);
-    if (n.kind != graph::EventKind::Free || current->live[n.buffer] != p ||
+    if (c == tree::kNoNode) [[unlikely]] return false;
+    const tree::Node& n = g.node(c);
+    if (n.kind != tree::EventKind::Free || current->live[n.buffer] != p ||
         g.node(n.buffer).persistent) [[unlikely]] {
       return false;
     }
@@ -118,13 +117,13 @@ struct Compiler::Impl {
   void* serve_replayed(NodeId node, std::size_t bytes);
   template <class Accept>
   [[nodiscard]] NodeId find_reachable(Accept&& accept) const;
-  [[nodiscard]] bool clear_of_late(const graph::Node& n, std::span<const NodeId> passed_late) const;
+  [[nodiscard]] bool clear_of_late(const tree::Node& n, std::span<const NodeId> passed_late) const;
   void pass_to(NodeId node);
   [[nodiscard]] NodeId live_node_of(void* p) const;
   void start_recording();
-  void* record_allocate(const graph::AllocKey& key, std::string_view tag);
+  void* record_allocate(const tree::AllocKey& key, std::string_view tag);
   void record_free(void* p);
-  void graph_break(BreakReason reason, std::string came);
+  void handle_break(BreakReason reason, std::string came);
   void plan_recorded_branch();
   void finish_step() noexcept;
   void trim_arena();
@@ -132,7 +131,7 @@ struct Compiler::Impl {
   // rogues.cpp
   bool harvest_rogues(bool learn_sites);  // true: a rogue was left in the planned arena
   void make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site);
-  [[nodiscard]] std::vector<graph::Obstacle> obstacles_for_branch(NodeId last) const;
+  [[nodiscard]] std::vector<tree::FixedRange> fixed_ranges_for_branch(NodeId last) const;
   void reserve_learned_sites();
   void note_learned_site_freed(NodeId node);
   void place_window() noexcept;
@@ -144,7 +143,7 @@ struct Compiler::Impl {
 
   // report.cpp
   [[nodiscard]] std::string describe_expected() const;
-  [[nodiscard]] std::string describe_key(const graph::AllocKey& key) const;
+  [[nodiscard]] std::string describe_key(const tree::AllocKey& key) const;
   [[nodiscard]] std::string scope_path() const;
   [[nodiscard]] Stats snapshot() const;
   [[nodiscard]] std::string report() const;
@@ -164,7 +163,7 @@ struct Compiler::Impl {
     return static_cast<Bytes>(static_cast<const std::byte*>(p) -
                               static_cast<const std::byte*>(arena.base()));
   }
-  [[nodiscard]] graph::AllocationGraph& graph() noexcept { return current->graph; }
+  [[nodiscard]] tree::AllocationTree& tree() noexcept { return current->tree; }
 
   arena::PhysicalBackend& backend;
   CompilerOptions options;
@@ -172,15 +171,15 @@ struct Compiler::Impl {
   arena::PersistentPool pool;
   mutable CompilerLock lock;
 
-  std::map<std::string, std::unique_ptr<StepGraph>, std::less<>> graphs;
-  std::vector<arena::StreamRef> streams;  // users of the arena
-  arena::StreamRef last_stream;
+  std::map<std::string, std::unique_ptr<StepTree>, std::less<>> trees;
+  std::vector<StreamRef> streams;  // users of the arena
+  StreamRef last_stream;
 
   // The running step.
-  StepGraph* current = nullptr;
+  StepTree* current = nullptr;
   std::thread::id step_thread;  // the thread that began it: only its allocations are events
   StepMode mode = StepMode::Replay;
-  NodeId cursor = graph::AllocationGraph::root();
+  NodeId cursor = tree::AllocationTree::root();
   // Buffers of the replayed step freed before the path's Free node for them, in the order freed.
   // Those Free nodes are then passed whenever the next event lies beyond them, so frees match in
   // any order (find_reachable).
@@ -197,10 +196,10 @@ struct Compiler::Impl {
   int pauses_in_step = 0;  // pauses opened in the running step and still open
 
   // Recording state of the running step.
-  std::optional<graph::FreeRanges> free_ranges;
+  std::optional<tree::FreeRanges> free_ranges;
   std::unordered_map<void*, Instance> recorded;        // live arena buffers of the step
   std::unordered_map<void*, NodeId> step_pool_live;    // live learned-site buffers of the step
-  NodeId first_recorded = graph::kNoNode;              // forgotten if the step aborts
+  NodeId first_recorded = tree::kNoNode;              // forgotten if the step aborts
   std::vector<NodeId> recorded_late;  // buffers freed late when the recording began (FreedLate)
 
   // Where plans lie in the arena: planned offset 0 is at base + window (a whole number of chunks).
@@ -211,10 +210,10 @@ struct Compiler::Impl {
 
   // What outlives steps.
   std::unordered_map<void*, Rogue> rogues;
-  graph::OccupiedRanges occupied;                      // the rogues' arena ranges (from base)
+  tree::OccupiedRanges occupied;                      // the rogues' arena ranges (from base)
   std::unordered_map<std::uint64_t, std::string> tag_names;
   // Every learned site: the pool keeps room for one buffer each.
-  std::map<std::pair<const StepGraph*, NodeId>, graph::AllocKey> learned_sites;
+  std::map<std::pair<const StepTree*, NodeId>, tree::AllocKey> learned_sites;
   bool pool_room_stale = false;                // a site was learned or leaked: map room at step end
 
   Stats stats;

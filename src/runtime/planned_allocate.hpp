@@ -6,7 +6,7 @@
 
 namespace memplan {
 
-[[gnu::always_inline]] inline void* Compiler::allocate_planned(std::size_t bytes, arena::StreamRef stream,
+[[gnu::always_inline]] inline void* Compiler::allocate_planned(std::size_t bytes, StreamRef stream,
                                                                 std::string_view tag, std::size_t alignment) {
   if (stream == impl_->last_stream) [[likely]] {
     if (void* p = impl_->try_replay_allocate(bytes, tag, alignment)) [[likely]] return p;

@@ -18,7 +18,7 @@ std::string_view break_reason_name(BreakReason reason) noexcept {
   return "unknown";
 }
 
-std::string Compiler::Impl::describe_key(const graph::AllocKey& key) const {
+std::string Compiler::Impl::describe_key(const tree::AllocKey& key) const {
   std::string text = fmt::format("{} B align {}", key.size, key.alignment);
   if (key.tag != 0) {
     const auto name = tag_names.find(key.tag);
@@ -29,18 +29,18 @@ std::string Compiler::Impl::describe_key(const graph::AllocKey& key) const {
 }
 
 std::string Compiler::Impl::describe_expected() const {
-  const graph::AllocationGraph& g = current->graph;
+  const tree::AllocationTree& g = current->tree;
   std::vector<std::string> choices;
-  for (NodeId c = g.node(cursor).first_child; c != graph::kNoNode; c = g.node(c).next_sibling) {
-    const graph::Node& n = g.node(c);
+  for (NodeId c = g.node(cursor).first_child; c != tree::kNoNode; c = g.node(c).next_sibling) {
+    const tree::Node& n = g.node(c);
     switch (n.kind) {
-      case graph::EventKind::Alloc: choices.push_back("alloc " + describe_key(n.key)); break;
-      case graph::EventKind::Free:
+      case tree::EventKind::Alloc: choices.push_back("alloc " + describe_key(n.key)); break;
+      case tree::EventKind::Free:
         choices.push_back(fmt::format("free of the {} B buffer of event {}",
                                       g.node(n.buffer).key.size, g.node(n.buffer).depth - 1));
         break;
-      case graph::EventKind::End: choices.emplace_back("end of step"); break;
-      case graph::EventKind::Root: break;
+      case tree::EventKind::End: choices.emplace_back("end of step"); break;
+      case tree::EventKind::Root: break;
     }
   }
   if (choices.empty()) return "nothing (no branch continues here)";
@@ -76,10 +76,10 @@ std::string Compiler::Impl::describe_memory() const {
   std::size_t step_buffers = 0;
   Bytes step_bytes = 0;
   if (current != nullptr && mode == StepMode::Replay) {
-    const graph::AllocationGraph& g = current->graph;
-    for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
-      const graph::Node& node = g.node(n);
-      if (node.kind != graph::EventKind::Alloc || node.persistent || current->live[n] == nullptr) {
+    const tree::AllocationTree& g = current->tree;
+    for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+      const tree::Node& node = g.node(n);
+      if (node.kind != tree::EventKind::Alloc || node.persistent || current->live[n] == nullptr) {
         continue;
       }
       ++step_buffers;
@@ -118,8 +118,8 @@ void Compiler::Impl::rethrow_allocate_failure(std::size_t bytes, const OutOfMemo
 
 void Compiler::Impl::rethrow_begin_step_failure(std::string_view name,
                                                 const OutOfMemory& cause) const {
-  const auto it = graphs.find(name);
-  const Bytes plans = it == graphs.end() ? 0 : it->second->graph.arena_bytes();
+  const auto it = trees.find(name);
+  const Bytes plans = it == trees.end() ? 0 : it->second->tree.arena_bytes();
   throw OutOfMemory(
       fmt::format("begin_step '{}': mapping the {} B of its plans: out of memory; {}. Cause: {}",
                   name, plans, describe_memory(), cause.what()));
@@ -130,7 +130,7 @@ std::string Compiler::Impl::report() const {
   std::string out = fmt::format(
       "memplan compiler report\n"
       "  steps: {} recorded, {} replayed, {} aborted, {} dynamic\n"
-      "  graph breaks: {} ({} unknown allocation, {} range held by a rogue, {} unexpected end)\n"
+      "  breaks: {} ({} unknown allocation, {} range held by a rogue, {} unexpected end)\n"
       "  branches: {}\n"
       "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites; {} frees "
       "out of order\n"
@@ -139,20 +139,20 @@ std::string Compiler::Impl::report() const {
       "  planned peak: {} B (lower bound {} B)\n"
       "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
       "  backend calls: {} memory calls, {} in all\n",
-      s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.graph_breaks,
+      s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.breaks,
       s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2],
       s.branches, s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
       s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues, s.live_rogue_bytes,
       s.learned_rogue_sites, s.forgotten_rogue_sites, s.window_moves, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
       s.reserved_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes,
       s.backend_calls.memory_calls(), s.backend_calls.total());
-  for (const auto& [name, g] : graphs) {
-    out += fmt::format("  step '{}': {} runs, {} branches, {} events in the graph\n", name,
-                       g->steps, g->graph.branch_count(), g->graph.node_count() - 1);
-    for (std::size_t b = 0; b < g->graph.branch_count(); ++b) {
-      const graph::Branch& br = g->graph.branch(static_cast<graph::BranchId>(b));
+  for (const auto& [name, g] : trees) {
+    out += fmt::format("  step '{}': {} runs, {} branches, {} events in the tree\n", name,
+                       g->steps, g->tree.branch_count(), g->tree.node_count() - 1);
+    for (std::size_t b = 0; b < g->tree.branch_count(); ++b) {
+      const tree::Branch& br = g->tree.branch(static_cast<tree::BranchId>(b));
       out += fmt::format("    branch {}: {} events, plan {} B, bound {} B, {}{}\n", b,
-                         g->graph.node(br.end).depth, br.arena_bytes, br.lower_bound,
+                         g->tree.node(br.end).depth, br.arena_bytes, br.lower_bound,
                          br.algorithm, br.proven_optimal ? " (optimal)" : "");
     }
   }

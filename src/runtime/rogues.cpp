@@ -1,6 +1,6 @@
 // What outlives a step. A rogue keeps its bytes where they are, and at the end of its step the
 // plans' window moves to addresses clear of it (on the physical chunks the plans leave), so a rogue
-// costs its own chunks and never a worse plan. Its site (the graph node) is learned: later steps
+// costs its own chunks and never a worse plan. Its site (the tree node) is learned: later steps
 // serve that allocation from the persistent pool.
 #include <fmt/format.h>
 
@@ -17,27 +17,27 @@ bool Compiler::Impl::harvest_rogues(bool learn_sites) {
   const std::uint64_t rogues_before = stats.rogues;
   std::vector<void*>& live = current->live;
   if (mode == StepMode::Replay) {
-    const graph::AllocationGraph& g = graph();
-    for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
-      const graph::Node& node = g.node(n);
-      if (node.kind != graph::EventKind::Alloc || live[n] == nullptr) continue;
+    const tree::AllocationTree& g = tree();
+    for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+      const tree::Node& node = g.node(n);
+      if (node.kind != tree::EventKind::Alloc || live[n] == nullptr) continue;
       if (!node.persistent) make_rogue(live[n], node.offset, node.key.size, n, learn_sites);
       live[n] = nullptr;
     }
   } else {
     for (const auto& [p, instance] : recorded) {
       make_rogue(p, instance.offset, instance.size, instance.node,
-                 learn_sites && instance.node != graph::kNoNode);
-      if (instance.node != graph::kNoNode) live[instance.node] = nullptr;
+                 learn_sites && instance.node != tree::kNoNode);
+      if (instance.node != tree::kNoNode) live[instance.node] = nullptr;
     }
     recorded.clear();
   }
   // Learned-site buffers still live stay in the pool; they are freed from there whenever. The
   // next step's allocation at that site needs a block of its own: map its room now.
   for (const auto& [p, node] : step_pool_live) {
-    if (node == graph::kNoNode) continue;
+    if (node == tree::kNoNode) continue;
     live[node] = nullptr;
-    graph().node(node).quiet_steps = 0;
+    tree().node(node).quiet_steps = 0;
     pool_room_stale = true;
   }
   step_pool_live.clear();
@@ -82,7 +82,7 @@ void Compiler::Impl::move_window() {
   // `held_inside` when a rogue lies in it, which replay then checks for.
   const auto stay = [&](bool held_inside) {
     rogues_in_window = held_inside;
-    const Bytes mine = current != nullptr ? current->graph.arena_bytes() : need;
+    const Bytes mine = current != nullptr ? current->tree.arena_bytes() : need;
     arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(mine));
   };
   if (clear(window)) return stay(false);
@@ -152,10 +152,10 @@ void Compiler::Impl::reserve_learned_sites() {
 // a site is forgotten and learned again, it must stay quiet twice as long (up to 255 steps), so
 // a site that leaks now and then settles in the pool instead of costing a rogue each time.
 void Compiler::Impl::note_learned_site_freed(NodeId node) {
-  graph::Node& n = graph().node(node);
+  tree::Node& n = tree().node(node);
   const unsigned needed = std::min(8u << std::min<unsigned>(n.forgotten, 5), 255u);
   if (n.quiet_steps < needed) ++n.quiet_steps;
-  if (n.quiet_steps < needed || n.offset == graph::kUnplanned || n.pooled_past_free) return;
+  if (n.quiet_steps < needed || n.offset == tree::kUnplanned || n.pooled_past_free) return;
   n.persistent = false;
   n.quiet_steps = 0;
   if (n.forgotten < 255) ++n.forgotten;
@@ -167,13 +167,13 @@ void Compiler::Impl::note_learned_site_freed(NodeId node) {
 }
 
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
-  const bool has_site = node != graph::kNoNode;
-  const std::uint64_t tag = has_site ? graph().node(node).key.tag : 0;
+  const bool has_site = node != tree::kNoNode;
+  const std::uint64_t tag = has_site ? tree().node(node).key.tag : 0;
   rogues.emplace(p, Rogue{.offset = window + offset,
                           .size = size,
                           .tag = tag,
                           .step = step_serial,
-                          .since = has_site ? graph().node(node).depth : 0,
+                          .since = has_site ? tree().node(node).depth : 0,
                           .step_name = current->name});
   occupied.add(window + offset, size);
   ++stats.rogues;
@@ -183,7 +183,7 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   // The pool aligns to at most 4096 bytes: a site that asked for more (the arena allows up to a
   // chunk) stays in the arena, and may rogue again, each time at its own cost.
   const bool learns = learn_site && has_site &&
-                      graph().node(node).key.alignment <=
+                      tree().node(node).key.alignment <=
                           static_cast<Bytes>(arena::PersistentPool::kMaxAlignment);
   const auto name = tag_names.find(tag);
   logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (arena offset {}){}",
@@ -191,10 +191,10 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
                 name == tag_names.end() ? std::string() : fmt::format(" tagged '{}'", name->second),
                 step_serial, current->name, window + offset,
                 learns ? "; its site is served from the persistent pool from now on" : "");
-  if (learns && !graph().node(node).persistent) {
-    graph().node(node).persistent = true;
+  if (learns && !tree().node(node).persistent) {
+    tree().node(node).persistent = true;
     ++stats.learned_rogue_sites;
-    learned_sites.emplace(std::pair{current, node}, graph().node(node).key);
+    learned_sites.emplace(std::pair{current, node}, tree().node(node).key);
     pool_room_stale = true;
   }
 }
@@ -245,10 +245,10 @@ std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Byt
     }
   }
   if (mode != StepMode::Replay) return std::nullopt;
-  const graph::AllocationGraph& g = current->graph;
-  for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
-    const graph::Node& node = g.node(n);
-    if (node.kind == graph::EventKind::Alloc && !node.persistent && current->live[n] != nullptr &&
+  const tree::AllocationTree& g = current->tree;
+  for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+    const tree::Node& node = g.node(n);
+    if (node.kind == tree::EventKind::Alloc && !node.persistent && current->live[n] != nullptr &&
         inside(window + node.offset, node.key.size)) {
       return std::pair{window + node.offset, node.key.size};
     }
@@ -257,21 +257,21 @@ std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Byt
 }
 
 // Plans ignore the rogues (the window moves clear of them) unless the window could not move:
-// then the rogues in it are obstacles for the whole of the branch's next steps, where they are
+// then the rogues in it are fixed_ranges for the whole of the branch's next steps, where they are
 // live from the start. A rogue of this very step may sit where a buffer of the replayed prefix
 // was earlier in the step (recording reused the range); the prefix's offsets are fixed, so that
-// rogue is an obstacle only from its own allocation on.
-std::vector<graph::Obstacle> Compiler::Impl::obstacles_for_branch(NodeId last) const {
+// rogue is an fixed range only from its own allocation on.
+std::vector<tree::FixedRange> Compiler::Impl::fixed_ranges_for_branch(NodeId last) const {
   if (!rogues_in_window) return {};
-  const graph::AllocationGraph& g = current->graph;
+  const tree::AllocationTree& g = current->tree;
   std::vector<std::pair<Bytes, Bytes>> fixed;  // [offset, end) of the fixed prefix buffers
-  for (NodeId n = last; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
-    const graph::Node& node = g.node(n);
-    if (node.kind == graph::EventKind::Alloc && !node.persistent && n < first_recorded) {
+  for (NodeId n = last; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+    const tree::Node& node = g.node(n);
+    if (node.kind == tree::EventKind::Alloc && !node.persistent && n < first_recorded) {
       fixed.emplace_back(node.offset, node.offset + node.key.size);
     }
   }
-  std::vector<graph::Obstacle> obstacles;
+  std::vector<tree::FixedRange> fixed_ranges;
   for (const auto& [p, r] : rogues) {
     if (r.offset + r.size <= window) continue;
     const Bytes start = std::max(r.offset, window) - window;  // in the window
@@ -280,15 +280,15 @@ std::vector<graph::Obstacle> Compiler::Impl::obstacles_for_branch(NodeId last) c
         r.step == step_serial && std::any_of(fixed.begin(), fixed.end(), [&](const auto& f) {
           return f.first < start + size && start < f.second;
         });
-    obstacles.push_back({start, size, clashes ? r.since : 0u});
+    fixed_ranges.push_back({start, size, clashes ? r.since : 0u});
   }
-  return obstacles;
+  return fixed_ranges;
 }
 
 // The largest plan of any step: the window's size.
 Bytes Compiler::Impl::plans_bytes() const {
   Bytes need = 0;
-  for (const auto& [name, g] : graphs) need = std::max(need, g->graph.arena_bytes());
+  for (const auto& [name, g] : trees) need = std::max(need, g->tree.arena_bytes());
   return need;
 }
 

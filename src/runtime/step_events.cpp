@@ -1,6 +1,6 @@
 // The events of a step. Replay is the fast path: the next recorded event is a child of the cursor,
 // so an allocation is one key comparison and base + offset, and a free is one pointer comparison.
-// Anything else is a graph break: the step switches to recording, serving the rest of its events
+// Anything else is a break: the step switches to recording, serving the rest of its events
 // best fit around whatever is live, and at its end the new branch is planned.
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "compiler_impl.hpp"
 #include "memplan/arena/pointer_errors.hpp"
-#include "memplan/graph/branch_planner.hpp"
+#include "memplan/tree/branch_planner.hpp"
 #include "core/log.hpp"
 
 namespace memplan {
@@ -20,24 +20,24 @@ void Compiler::Impl::begin_step(std::string_view name) {
     throw InvalidState(fmt::format("begin_step '{}': step '{}' is still running (steps do not nest)",
                                    name, current->name));
   }
-  auto it = graphs.find(name);
-  if (it == graphs.end()) {
-    auto g = std::make_unique<StepGraph>();
+  auto it = trees.find(name);
+  if (it == trees.end()) {
+    auto g = std::make_unique<StepTree>();
     g->name = std::string(name);
-    it = graphs.emplace(g->name, std::move(g)).first;
+    it = trees.emplace(g->name, std::move(g)).first;
   }
-  StepGraph& g = *it->second;
+  StepTree& g = *it->second;
   // A no-op once mapped; maps back after release(). Throws before the step starts.
   arena.ensure_mapped(static_cast<std::size_t>(window),
-                      static_cast<std::size_t>(g.graph.arena_bytes()));
+                      static_cast<std::size_t>(g.tree.arena_bytes()));
   current = &g;
   step_thread = std::this_thread::get_id();
-  cursor = graph::AllocationGraph::root();
+  cursor = tree::AllocationTree::root();
   event_index = 0;
   pauses_in_step = 0;
   scopes_at_step_start = scopes.size();
   ++g.steps;
-  if (g.graph.branch_count() == 0) {
+  if (g.tree.branch_count() == 0) {
     mode = StepMode::Record;  // the first run of a step records; that is not a break
     start_recording();
   } else {
@@ -68,28 +68,28 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     ++stats.paused_allocations;
     return p;
   }
-  const graph::AllocKey key{static_cast<Bytes>(bytes), static_cast<Bytes>(align),
-                            graph::tag_hash(tag)};
+  const tree::AllocKey key{static_cast<Bytes>(bytes), static_cast<Bytes>(align),
+                            tree::tag_hash(tag)};
   if (mode == StepMode::Replay) {
-    const graph::AllocationGraph& g = graph();
+    const tree::AllocationTree& g = tree();
     const auto matches = [&](NodeId c, std::span<const NodeId>) {
-      const graph::Node& n = g.node(c);
-      return n.kind == graph::EventKind::Alloc && n.key == key;
+      const tree::Node& n = g.node(c);
+      return n.kind == tree::EventKind::Alloc && n.key == key;
     };
     const NodeId match = find_reachable([&](NodeId c, std::span<const NodeId> passed_late) {
-      const graph::Node& n = g.node(c);
+      const tree::Node& n = g.node(c);
       return matches(c, passed_late) &&
              (n.persistent || ((!rogues_in_window ||
                                 !occupied.overlaps(window + n.offset, n.key.size)) &&
                                clear_of_late(n, passed_late)));
     });
-    if (match != graph::kNoNode) [[likely]] {
+    if (match != tree::kNoNode) [[likely]] {
       pass_to(match);
       return serve_replayed(match, bytes);
     }
-    const bool held = find_reachable(matches) != graph::kNoNode;
+    const bool held = find_reachable(matches) != tree::kNoNode;
     if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
-    graph_break(held ? BreakReason::RangeOccupied : BreakReason::UnknownAllocation,
+    handle_break(held ? BreakReason::RangeOccupied : BreakReason::UnknownAllocation,
                 fmt::format("alloc {}", describe_key(key)));
   }
   return record_allocate(key, tag);
@@ -99,20 +99,20 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
 // nodes, their children. A Free node is passed when its buffer is freed already (early: it is
 // settled then), or when the buffer is still live (it is freed late: `accept` gets those passed
 // on the way, so that an allocation is taken only if its planned range is clear of them). The oldest,
-// because the graph only grows: a path that matched once matches the same nodes again, whatever
+// because the tree only grows: a path that matched once matches the same nodes again, whatever
 // branches were added since (guarantee 4). The first child is the oldest of all of them, which is
 // why the inline fast path may take it.
 template <class Accept>
 NodeId Compiler::Impl::find_reachable(Accept&& accept) const {
-  const graph::AllocationGraph& g = current->graph;
-  NodeId best = graph::kNoNode;
+  const tree::AllocationTree& g = current->tree;
+  NodeId best = tree::kNoNode;
   std::vector<NodeId> passed_late;
   const auto visit = [&](const auto& self, NodeId at) -> void {
-    for (NodeId c = g.node(at).first_child; c != graph::kNoNode; c = g.node(c).next_sibling) {
-      const graph::Node& n = g.node(c);
+    for (NodeId c = g.node(at).first_child; c != tree::kNoNode; c = g.node(c).next_sibling) {
+      const tree::Node& n = g.node(c);
       if (accept(c, std::span<const NodeId>(passed_late))) {
         best = std::min(best, c);
-      } else if (n.kind == graph::EventKind::Free) {
+      } else if (n.kind == tree::EventKind::Free) {
         if (current->live[n.buffer] == nullptr) {
           self(self, c);  // freed already (early, or late after its first Free node): settled
         } else if (std::find(late.begin(), late.end(), n.buffer) == late.end() &&
@@ -131,10 +131,10 @@ NodeId Compiler::Impl::find_reachable(Accept&& accept) const {
 
 // Whether planned node `n`'s range is clear of every buffer freed late (live, its Free node
 // passed): those already passed, and `passed_late` on the way to `n`.
-bool Compiler::Impl::clear_of_late(const graph::Node& n, std::span<const NodeId> passed_late) const {
-  const graph::AllocationGraph& g = current->graph;
+bool Compiler::Impl::clear_of_late(const tree::Node& n, std::span<const NodeId> passed_late) const {
+  const tree::AllocationTree& g = current->tree;
   const auto clear = [&](NodeId buffer) {
-    const graph::Node& b = g.node(buffer);
+    const tree::Node& b = g.node(buffer);
     return b.persistent || b.offset + b.key.size <= n.offset || n.offset + n.key.size <= b.offset;
   };
   return std::all_of(late.begin(), late.end(), clear) &&
@@ -144,7 +144,7 @@ bool Compiler::Impl::clear_of_late(const graph::Node& n, std::span<const NodeId>
 // Moves the cursor to just before `node`, a result of find_reachable: of the Free nodes passed on
 // the way, those of buffers freed early are settled, the others' buffers are freed late.
 void Compiler::Impl::pass_to(NodeId node) {
-  graph::AllocationGraph& g = graph();
+  tree::AllocationTree& g = tree();
   for (NodeId n = g.node(node).parent; n != cursor; n = g.node(n).parent) {
     const NodeId buffer = g.node(n).buffer;
     if (current->live[buffer] == nullptr) {
@@ -160,7 +160,7 @@ void Compiler::Impl::pass_to(NodeId node) {
 }
 
 void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
-  const graph::Node& n = graph().node(node);
+  const tree::Node& n = tree().node(node);
   void* p = nullptr;
   if (n.persistent) {
     p = pool.allocate(bytes, static_cast<std::size_t>(n.key.alignment));
@@ -181,15 +181,15 @@ void Compiler::Impl::deallocate(void* p) {
   if (p == nullptr) return;
   if (current != nullptr) {
     if (mode == StepMode::Replay) {
-      graph::AllocationGraph& g = graph();
+      tree::AllocationTree& g = tree();
       std::vector<void*>& live = current->live;
       // The path's next event frees p: follow it. Only the first (oldest) child, as the fast
       // path does, so that a free never leads into a younger branch (see find_reachable).
       const NodeId c = g.node(cursor).first_child;
-      const bool next = c != graph::kNoNode && g.node(c).kind == graph::EventKind::Free &&
+      const bool next = c != tree::kNoNode && g.node(c).kind == tree::EventKind::Free &&
                         live[g.node(c).buffer] == p;
       const NodeId buffer = next ? g.node(c).buffer : live_node_of(p);
-      if (buffer != graph::kNoNode) {
+      if (buffer != tree::kNoNode) {
         if (g.node(buffer).persistent) {
           pool.deallocate(p);
           step_pool_live.erase(p);
@@ -222,16 +222,16 @@ void Compiler::Impl::deallocate(void* p) {
 // A walk up the path: frees out of order are rare, and the hot path never comes here.
 NodeId Compiler::Impl::live_node_of(void* p) const {
   if (const auto it = step_pool_live.find(p); it != step_pool_live.end()) return it->second;
-  if (!arena.contains(p) || rogues.contains(p)) return graph::kNoNode;
-  const graph::AllocationGraph& g = current->graph;
-  for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
-    if (g.node(n).kind == graph::EventKind::Alloc && current->live[n] == p) return n;
+  if (!arena.contains(p) || rogues.contains(p)) return tree::kNoNode;
+  const tree::AllocationTree& g = current->tree;
+  for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+    if (g.node(n).kind == tree::EventKind::Alloc && current->live[n] == p) return n;
   }
-  return graph::kNoNode;
+  return tree::kNoNode;
 }
 
-void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
-  ++stats.graph_breaks;
+void Compiler::Impl::handle_break(BreakReason reason, std::string came) {
+  ++stats.breaks;
   ++stats.breaks_by_reason[static_cast<std::size_t>(reason)];
   BreakRecord record{.step = step_serial,
                      .step_name = current->name,
@@ -240,26 +240,26 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
                      .reason = reason,
                      .expected = describe_expected(),
                      .came = std::move(came)};
-  logger().warn("graph break in step {} '{}' at event {} (scope '{}'): {}; expected {}, came {}",
+  logger().warn("break in step {} '{}' at event {} (scope '{}'): {}; expected {}, came {}",
                 record.step, record.step_name, record.event, record.scope,
                 break_reason_name(reason), record.expected, record.came);
   constexpr std::size_t kMaxLoggedBreaks = 4096;  // the counters go on; the log stays bounded
   if (break_log.size() < kMaxLoggedBreaks) break_log.push_back(std::move(record));
 
-  const bool capped = graph().branch_count() >= options.branch_cap;
+  const bool capped = tree().branch_count() >= options.branch_cap;
   mode = capped ? StepMode::Dynamic : StepMode::Record;
   start_recording();
   if (mode == StepMode::Record) {
     // The frees that came early happened before the break: they start the new branch, so that
     // its plan may reuse their bytes and the same program replays it (find_reachable passes them).
     for (const NodeId buffer : freed_early) {
-      cursor = graph().add_free(cursor, buffer);
+      cursor = tree().add_free(cursor, buffer);
       current->live.push_back(nullptr);
     }
     // Buffers freed late are live, so the recording keeps their bytes and records their frees
     // again; the plan must know that they outlive the Free nodes the replay passed.
     for (const NodeId buffer : late) {
-      if (!graph().node(buffer).persistent) recorded_late.push_back(buffer);  // pool: no bytes here
+      if (!tree().node(buffer).persistent) recorded_late.push_back(buffer);  // pool: no bytes here
     }
   }
   freed_early.clear();
@@ -268,7 +268,7 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
     throw BranchLimitExceeded(fmt::format(
         "step '{}' would need branch {} but the cap is {} (CompilerOptions::branch_cap); the "
         "rest of this step is served dynamically. Divergence: {}",
-        current->name, graph().branch_count() + 1, options.branch_cap, break_log.back().came));
+        current->name, tree().branch_count() + 1, options.branch_cap, break_log.back().came));
   }
 }
 
@@ -277,11 +277,11 @@ void Compiler::Impl::graph_break(BreakReason reason, std::string came) {
 void Compiler::Impl::start_recording() {
   free_ranges.emplace(static_cast<Bytes>(arena.reserved_bytes()) - window);
   recorded.clear();
-  const graph::AllocationGraph& g = graph();
-  for (NodeId n = cursor; n != graph::AllocationGraph::root(); n = g.node(n).parent) {
-    const graph::Node& node = g.node(n);
+  const tree::AllocationTree& g = tree();
+  for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+    const tree::Node& node = g.node(n);
     void* p = current->live[n];
-    if (node.kind != graph::EventKind::Alloc || p == nullptr || node.persistent) continue;
+    if (node.kind != tree::EventKind::Alloc || p == nullptr || node.persistent) continue;
     free_ranges->occupy(node.offset, node.key.size);
     recorded.emplace(p, Instance{n, node.offset, node.key.size});
   }
@@ -292,11 +292,11 @@ void Compiler::Impl::start_recording() {
   first_recorded = static_cast<NodeId>(g.node_count());
 }
 
-void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_view tag) {
+void* Compiler::Impl::record_allocate(const tree::AllocKey& key, std::string_view tag) {
   if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
   const bool learning = mode == StepMode::Record;
-  graph::AllocationGraph& g = graph();
-  // Learning is by site (a node of the graph), never by tag: a tag shared by many allocations
+  tree::AllocationTree& g = tree();
+  // Learning is by site (a node of the tree), never by tag: a tag shared by many allocations
   // would send all of them to the pool when one of them outlived its step once.
   const auto offset = free_ranges->allocate(key.size, key.alignment);
   if (!offset) {
@@ -314,7 +314,7 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
     throw;
   }
   void* p = planned_address(*offset);
-  NodeId node = graph::kNoNode;
+  NodeId node = tree::kNoNode;
   if (learning) {
     node = cursor = g.add_alloc(cursor, key);
     current->live.push_back(p);
@@ -327,22 +327,22 @@ void* Compiler::Impl::record_allocate(const graph::AllocKey& key, std::string_vi
 }
 
 void Compiler::Impl::record_free(void* p) {
-  NodeId node = graph::kNoNode;
+  NodeId node = tree::kNoNode;
   if (const auto it = step_pool_live.find(p); it != step_pool_live.end()) {
     node = it->second;
     pool.deallocate(p);
     step_pool_live.erase(it);
-    if (node != graph::kNoNode) note_learned_site_freed(node);
+    if (node != tree::kNoNode) note_learned_site_freed(node);
   } else {
     const auto rec = recorded.find(p);
     node = rec->second.node;
     free_ranges->release(rec->second.offset, rec->second.size);
     recorded.erase(rec);
   }
-  if (node != graph::kNoNode) {
+  if (node != tree::kNoNode) {
     current->live[node] = nullptr;
     if (mode == StepMode::Record) {
-      cursor = graph().add_free(cursor, node);
+      cursor = tree().add_free(cursor, node);
       current->live.push_back(nullptr);
     }
   }
@@ -360,9 +360,9 @@ void Compiler::Impl::end_step() {
   }
   if (mode == StepMode::Replay) {
     const NodeId end = find_reachable([&](NodeId c, std::span<const NodeId>) {
-      return graph().node(c).kind == graph::EventKind::End;
+      return tree().node(c).kind == tree::EventKind::End;
     });
-    if (end != graph::kNoNode) {
+    if (end != tree::kNoNode) {
       pass_to(end);
       const bool rogues_made = harvest_rogues(/*learn_sites=*/true);
       ++stats.steps_replayed;
@@ -370,7 +370,7 @@ void Compiler::Impl::end_step() {
       finish_step();
       return;
     }
-    graph_break(BreakReason::UnexpectedEnd, "end of step");
+    handle_break(BreakReason::UnexpectedEnd, "end of step");
   }
   const bool rogues_made = harvest_rogues(/*learn_sites=*/mode == StepMode::Record);
   if (mode == StepMode::Record) {
@@ -386,13 +386,13 @@ void Compiler::Impl::end_step() {
 // The recorded path becomes a branch: planned as if no rogue existed (the window then moves clear
 // of them), mapped, trimmed.
 void Compiler::Impl::plan_recorded_branch() {
-  graph::AllocationGraph& g = graph();
-  const std::vector<graph::Obstacle> obstacles = obstacles_for_branch(cursor);
-  const graph::BranchId branch = g.add_end(cursor);
+  tree::AllocationTree& g = tree();
+  const std::vector<tree::FixedRange> fixed_ranges = fixed_ranges_for_branch(cursor);
+  const tree::BranchId branch = g.add_end(cursor);
   current->live.push_back(nullptr);
   plan::Solution solution;
   try {
-    solution = graph::plan_branch(g, branch, obstacles, options.plan_budget,
+    solution = tree::plan_branch(g, branch, fixed_ranges, options.plan_budget,
                                   {recorded_late, first_recorded});
   } catch (...) {
     g.truncate(g.branch(branch).end);  // no half-made branch stays behind
@@ -425,9 +425,9 @@ void Compiler::Impl::abort_step() noexcept {
   if (current == nullptr) return;
   try {
     const bool rogues_made = harvest_rogues(/*learn_sites=*/false);
-    if (mode == StepMode::Record && first_recorded < graph().node_count()) {
-      graph().truncate(first_recorded);
-      current->live.resize(graph().node_count());
+    if (mode == StepMode::Record && first_recorded < tree().node_count()) {
+      tree().truncate(first_recorded);
+      current->live.resize(tree().node_count());
     }
     if (rogues_made) place_window();
     ++stats.steps_aborted;
@@ -441,14 +441,14 @@ void Compiler::Impl::abort_step() noexcept {
 
 void Compiler::Impl::finish_step() noexcept {
   current = nullptr;
-  cursor = graph::AllocationGraph::root();
+  cursor = tree::AllocationTree::root();
   freed_early.clear();
   late.clear();
   recorded_late.clear();
   free_ranges.reset();
   if (!recorded.empty()) recorded.clear();  // clear() sweeps every bucket, even when empty
   if (!step_pool_live.empty()) step_pool_live.clear();
-  first_recorded = graph::kNoNode;
+  first_recorded = tree::kNoNode;
   live_in_step = 0;
   // Scopes opened in the step close with it; those opened before it (a model-wide scope) stay.
   if (scopes.size() > scopes_at_step_start) scopes.resize(scopes_at_step_start);

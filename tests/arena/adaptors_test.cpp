@@ -22,20 +22,20 @@ namespace {
 
 TEST(CallCounts, MemoryCallsExcludeFencesAndQueries) {
   CallCounts c;
-  c[Call::map] = 2;
-  c[Call::unmap] = 1;
-  c[Call::wait_fence] = 5;
-  c[Call::query_free] = 1;
+  c[Call::Map] = 2;
+  c[Call::Unmap] = 1;
+  c[Call::WaitFence] = 5;
+  c[Call::QueryFree] = 1;
   EXPECT_EQ(c.memory_calls(), 3u);
   EXPECT_EQ(c.total(), 9u);
   CallCounts d = c;
-  d[Call::map] = 3;
-  EXPECT_EQ((d - c)[Call::map], 1u);
+  d[Call::Map] = 3;
+  EXPECT_EQ((d - c)[Call::Map], 1u);
   EXPECT_EQ((d - c).total(), 1u);
-  EXPECT_EQ(call_name(Call::set_access), "set_access");
-  EXPECT_EQ(call_name(Call::fill), "fill");
-  EXPECT_EQ(call_name(Call::query_fence), "query_fence");
-  c[Call::fill] = 4;  // a fill writes bytes, not mappings
+  EXPECT_EQ(to_string(Call::SetAccess), "set_access");
+  EXPECT_EQ(to_string(Call::Fill), "fill");
+  EXPECT_EQ(to_string(Call::QueryFence), "query_fence");
+  c[Call::Fill] = 4;  // a fill writes bytes, not mappings
   EXPECT_EQ(c.memory_calls(), 3u);
 }
 
@@ -57,8 +57,8 @@ TEST(Adaptors, ForwardFillsAndFenceQueriesAndEveryLayerCounts) {
   limited.destroy_fence(fence);
   for (const PhysicalBackend* b : {static_cast<PhysicalBackend*>(&host), static_cast<PhysicalBackend*>(&logging),
                                    static_cast<PhysicalBackend*>(&limited)}) {
-    EXPECT_EQ(b->calls()[Call::fill], b == &limited ? 2u : 1u) << b->name();  // the bad one stops at the top
-    EXPECT_EQ(b->calls()[Call::query_fence], 1u);
+    EXPECT_EQ(b->calls()[Call::Fill], b == &limited ? 2u : 1u) << b->name();  // the bad one stops at the top
+    EXPECT_EQ(b->calls()[Call::QueryFence], 1u);
   }
 }
 
@@ -106,7 +106,7 @@ TEST(LoggingBackend, ForwardsLogsAndBothLayersCount) {
   set_log_level(level);
   set_log_sink({});
   EXPECT_EQ(logging.calls(), host.calls());
-  EXPECT_EQ(host.calls()[Call::map], 1u);
+  EXPECT_EQ(host.calls()[Call::Map], 1u);
   EXPECT_THAT(out.str(), ::testing::HasSubstr("create_chunk("));
   EXPECT_THAT(out.str(), ::testing::HasSubstr("free_va("));
 }
@@ -126,7 +126,7 @@ TEST(LimitingBackend, RefusesPastTheLimitAndCreditsReleases) {
   limited.release_chunk(b);
   limited.release_chunk(c);
   EXPECT_EQ(limited.used_bytes(), 0u);
-  EXPECT_EQ(host.calls()[Call::create_chunk], 3u);  // the refused one never reached the host
+  EXPECT_EQ(host.calls()[Call::CreateChunk], 3u);  // the refused one never reached the host
 }
 
 // An upstream that hands out the lowest free handle number, as memfds (file descriptors) do, and
@@ -205,8 +205,8 @@ TEST(LimitingBackend, TwoThreadsKeepExactAccounts) {
   other.join();
   EXPECT_EQ(refused.load(), 0);
   EXPECT_EQ(limited.used_bytes(), 0u);
-  EXPECT_EQ(host.calls()[Call::create_chunk], 2u * kIterations);
-  EXPECT_EQ(host.calls()[Call::release_chunk], 2u * kIterations);
+  EXPECT_EQ(host.calls()[Call::CreateChunk], 2u * kIterations);
+  EXPECT_EQ(host.calls()[Call::ReleaseChunk], 2u * kIterations);
 }
 
 TEST(HostBackend, ReservingMoreAddressSpaceThanExistsIsOutOfMemory) {
@@ -229,7 +229,7 @@ TEST(HostBackend, SystemErrorsNameTheCall) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("mmap"));
   }
-  EXPECT_EQ(host.calls()[Call::map], 1u);  // failed calls count too
+  EXPECT_EQ(host.calls()[Call::Map], 1u);  // failed calls count too
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ TEST_P(ArenaSuite, ReserveRoundsUpToChunksAndMapsNothing) {
   EXPECT_EQ(arena.mapped_bytes(), 0u);
   EXPECT_NE(arena.base(), nullptr);
   const CallCounts d = arena.calls() - before;
-  EXPECT_EQ(d[Call::reserve_va], 1u);
+  EXPECT_EQ(d[Call::ReserveVa], 1u);
   EXPECT_EQ(d.total(), 1u);
 }
 
@@ -46,9 +46,9 @@ TEST_P(ArenaSuite, GrowthKeepsBaseAndCountsEveryCall) {
   EXPECT_EQ(arena.base(), base);
 
   const CallCounts grew = arena.calls() - start;
-  EXPECT_EQ(grew[Call::create_chunk], 3u);
-  EXPECT_EQ(grew[Call::map], 3u);
-  EXPECT_EQ(grew[Call::set_access], 2u);  // one per growth, over the whole new range
+  EXPECT_EQ(grew[Call::CreateChunk], 3u);
+  EXPECT_EQ(grew[Call::Map], 3u);
+  EXPECT_EQ(grew[Call::SetAccess], 2u);  // one per growth, over the whole new range
   EXPECT_EQ(grew.memory_calls(), 8u);
   EXPECT_EQ(grew.total(), 8u);
 
@@ -84,8 +84,8 @@ TEST_P(ArenaSuite, TrimUnmapsWholeChunksAboveAndKeepsTheRest) {
   EXPECT_EQ(arena.mapped_chunks(), 2u);
   EXPECT_EQ(arena.mapped_bytes(), 2 * chunk_);
   const CallCounts d = arena.calls() - before;
-  EXPECT_EQ(d[Call::unmap], 1u);  // one call for the contiguous range
-  EXPECT_EQ(d[Call::release_chunk], 3u);
+  EXPECT_EQ(d[Call::Unmap], 1u);  // one call for the contiguous range
+  EXPECT_EQ(d[Call::ReleaseChunk], 3u);
   EXPECT_EQ(d.total(), 4u);  // no users registered: no fences
   EXPECT_EQ(env().read(arena.base(), chunk_), a);
 
@@ -150,8 +150,8 @@ TEST_P(ArenaSuite, KeepOnlyUnmapsEveryChunkOutsideTheRangesInRuns) {
   EXPECT_TRUE(arena.is_mapped(6 * chunk_));
   EXPECT_EQ(env().read(at(arena, 3 * chunk_ + 8), a.size()), a);
   const CallCounts d = arena.calls() - before;
-  EXPECT_EQ(d[Call::unmap], 3u);  // slots 0-2, 4-5 and 7: one call per run
-  EXPECT_EQ(d[Call::release_chunk], 6u);
+  EXPECT_EQ(d[Call::Unmap], 3u);  // slots 0-2, 4-5 and 7: one call per run
+  EXPECT_EQ(d[Call::ReleaseChunk], 6u);
 }
 
 // What the runtime does when a rogue holds a chunk of its plan: the plan moves to slots clear of
@@ -167,9 +167,9 @@ TEST_P(ArenaSuite, RemapMovesMemoryToNewSlotsWithoutNewChunks) {
   arena.remap(keep);  // the plan moves to slots 2-5
   const CallCounts d = limited.calls() - before;
   // Slot 4 takes slot 0's chunk; only slot 5 needs a fresh one: the plan's 4 chunks + the rogue's.
-  EXPECT_EQ(d[Call::create_chunk], 1u);
-  EXPECT_EQ(d[Call::release_chunk], 0u);
-  EXPECT_EQ(d[Call::unmap], 1u);  // slot 0
+  EXPECT_EQ(d[Call::CreateChunk], 1u);
+  EXPECT_EQ(d[Call::ReleaseChunk], 0u);
+  EXPECT_EQ(d[Call::Unmap], 1u);  // slot 0
   EXPECT_EQ(arena.mapped_chunks(), 5u);  // slots 1 (the rogue), 2, 3, 4, 5
   EXPECT_FALSE(arena.is_mapped(0));
   EXPECT_EQ(limited.used_bytes(), 5 * chunk_);
@@ -211,10 +211,10 @@ TEST_P(ArenaSuite, ChunksAliasLikeVmm) {
   b.free_va(x, n);
   b.free_va(y, n);
   const CallCounts d = b.calls();
-  EXPECT_EQ(d[Call::reserve_va], 2u);
-  EXPECT_EQ(d[Call::map], 2u);
-  EXPECT_EQ(d[Call::unmap], 2u);
-  EXPECT_EQ(d[Call::free_va], 2u);
+  EXPECT_EQ(d[Call::ReserveVa], 2u);
+  EXPECT_EQ(d[Call::Map], 2u);
+  EXPECT_EQ(d[Call::Unmap], 2u);
+  EXPECT_EQ(d[Call::FreeVa], 2u);
 }
 
 TEST_P(ArenaSuite, UsersAreFencedBeforeUnmapOnly) {
@@ -224,21 +224,21 @@ TEST_P(ArenaSuite, UsersAreFencedBeforeUnmapOnly) {
   EXPECT_EQ(arena.users().size(), 1u);
   arena.ensure_mapped(2 * chunk_);
   CallCounts d = arena.calls();
-  EXPECT_EQ(d[Call::create_fence], 1u);
-  EXPECT_EQ(d[Call::record_fence], 0u);  // growth never waits
+  EXPECT_EQ(d[Call::CreateFence], 1u);
+  EXPECT_EQ(d[Call::RecordFence], 0u);  // growth never waits
 
   arena.trim(chunk_);
   d = arena.calls();
-  EXPECT_EQ(d[Call::record_fence], 1u);
-  EXPECT_EQ(d[Call::wait_fence], 1u);
+  EXPECT_EQ(d[Call::RecordFence], 1u);
+  EXPECT_EQ(d[Call::WaitFence], 1u);
 
   arena.trim(chunk_);  // nothing to unmap: no wait either
-  EXPECT_EQ(arena.calls()[Call::wait_fence], 1u);
+  EXPECT_EQ(arena.calls()[Call::WaitFence], 1u);
 
   arena.remove_user(StreamRef{});
   d = arena.calls();
-  EXPECT_EQ(d[Call::wait_fence], 2u);
-  EXPECT_EQ(d[Call::destroy_fence], 1u);
+  EXPECT_EQ(d[Call::WaitFence], 2u);
+  EXPECT_EQ(d[Call::DestroyFence], 1u);
   EXPECT_THROW(arena.remove_user(StreamRef{}), InvalidArgument);
 }
 
@@ -293,10 +293,10 @@ TEST_P(ArenaSuite, BackendOutOfMemoryRollsBackAndLeavesArenaUsable) {
   }
   // Two chunks were made and mapped, the third refused; both were undone in one unmap.
   const CallCounts d = limited.calls() - before;
-  EXPECT_EQ(d[Call::create_chunk], 3u);
-  EXPECT_EQ(d[Call::map], 2u);
-  EXPECT_EQ(d[Call::unmap], 1u);
-  EXPECT_EQ(d[Call::release_chunk], 2u);
+  EXPECT_EQ(d[Call::CreateChunk], 3u);
+  EXPECT_EQ(d[Call::Map], 2u);
+  EXPECT_EQ(d[Call::Unmap], 1u);
+  EXPECT_EQ(d[Call::ReleaseChunk], 2u);
   EXPECT_EQ(arena.mapped_bytes(), chunk_);
   EXPECT_EQ(limited.used_bytes(), chunk_);
 
@@ -315,10 +315,10 @@ TEST_P(ArenaSuite, DestructionUnmapsAndFreesEverything) {
     arena.ensure_mapped(3 * chunk_);
   }
   const CallCounts d = backend().calls() - before;
-  EXPECT_EQ(d[Call::create_chunk], d[Call::release_chunk]);
-  EXPECT_EQ(d[Call::reserve_va], d[Call::free_va]);
-  EXPECT_EQ(d[Call::create_fence], d[Call::destroy_fence]);
-  EXPECT_EQ(d[Call::wait_fence], 1u);
+  EXPECT_EQ(d[Call::CreateChunk], d[Call::ReleaseChunk]);
+  EXPECT_EQ(d[Call::ReserveVa], d[Call::FreeVa]);
+  EXPECT_EQ(d[Call::CreateFence], d[Call::DestroyFence]);
+  EXPECT_EQ(d[Call::WaitFence], 1u);
 }
 
 }  // namespace

@@ -49,10 +49,10 @@ TEST_P(CheckHeapSuite, EveryAllocationGetsFreshAddressesAndPagesOfItsOwn) {
     EXPECT_GE(ranges[i].first, ranges[i - 1].second + chunk_) << "allocation " << i;
   }
   const CallCounts d = backend().calls() - before;
-  EXPECT_EQ(d[Call::create_chunk], static_cast<std::uint64_t>(n));
-  EXPECT_EQ(d[Call::map], static_cast<std::uint64_t>(n));
-  EXPECT_EQ(d[Call::unmap], static_cast<std::uint64_t>(n));
-  EXPECT_EQ(d[Call::release_chunk], static_cast<std::uint64_t>(n));
+  EXPECT_EQ(d[Call::CreateChunk], static_cast<std::uint64_t>(n));
+  EXPECT_EQ(d[Call::Map], static_cast<std::uint64_t>(n));
+  EXPECT_EQ(d[Call::Unmap], static_cast<std::uint64_t>(n));
+  EXPECT_EQ(d[Call::ReleaseChunk], static_cast<std::uint64_t>(n));
   const CheckHeapStats s = heap.stats();
   EXPECT_EQ(s.allocations, static_cast<std::size_t>(n));
   EXPECT_EQ(s.live, 0u);
@@ -125,7 +125,7 @@ TEST_P(CheckHeapSuite, ExhaustedAddressSpaceIsAClearErrorAndTheHeapStaysUsable) 
   for (void* p : got) heap.deallocate(p, StreamRef{});
   heap.drain();
   // Freeing gives pages back, never addresses.
-  EXPECT_EQ((backend().calls() - before)[Call::release_chunk], 4u);
+  EXPECT_EQ((backend().calls() - before)[Call::ReleaseChunk], 4u);
   EXPECT_THROW((void)heap.allocate(chunk_, 4, StreamRef{}), OutOfMemory);
   EXPECT_EQ(heap.stats().live, 0u);
 }

@@ -81,16 +81,16 @@ TEST_F(HostCheckHeap, FreedPagesStayPoisonedUntilEveryUserStreamPassesTheFreeThe
   EXPECT_EQ(word_at(p), kFreed);
   EXPECT_EQ(heap.region_of(p), CheckRegion::Freed);
   const CallCounts at_free = backend.calls() - before;
-  EXPECT_EQ(at_free[Call::fill], 1u);
-  EXPECT_EQ(at_free[Call::record_fence], 3u);  // side, other, and the default stream that freed
-  EXPECT_EQ(at_free[Call::unmap], 0u);
-  EXPECT_EQ(at_free[Call::release_chunk], 0u);
+  EXPECT_EQ(at_free[Call::Fill], 1u);
+  EXPECT_EQ(at_free[Call::RecordFence], 3u);  // side, other, and the default stream that freed
+  EXPECT_EQ(at_free[Call::Unmap], 0u);
+  EXPECT_EQ(at_free[Call::ReleaseChunk], 0u);
 
   // Later calls poll without blocking; the side stream has not passed the free.
   void* q = heap.allocate(page, 4, StreamRef{});
   EXPECT_EQ(heap.collect(), 0u);
-  EXPECT_EQ((backend.calls() - before)[Call::release_chunk], 0u);
-  EXPECT_EQ((backend.calls() - before)[Call::wait_fence], 0u);
+  EXPECT_EQ((backend.calls() - before)[Call::ReleaseChunk], 0u);
+  EXPECT_EQ((backend.calls() - before)[Call::WaitFence], 0u);
   EXPECT_EQ(heap.stats().pending, 1u);
   EXPECT_EQ(heap.stats().pending_bytes, page);
   EXPECT_TRUE(readable(p));
@@ -100,9 +100,9 @@ TEST_F(HostCheckHeap, FreedPagesStayPoisonedUntilEveryUserStreamPassesTheFreeThe
   EXPECT_EQ(word_at(p), kFreed);  // passed, not yet collected: still mapped
   EXPECT_EQ(heap.collect(), 1u);
   const CallCounts after = backend.calls() - before;
-  EXPECT_EQ(after[Call::unmap], 1u);
-  EXPECT_EQ(after[Call::release_chunk], 1u);
-  EXPECT_EQ(after[Call::wait_fence], 0u);  // never blocked
+  EXPECT_EQ(after[Call::Unmap], 1u);
+  EXPECT_EQ(after[Call::ReleaseChunk], 1u);
+  EXPECT_EQ(after[Call::WaitFence], 0u);  // never blocked
   EXPECT_FALSE(readable(p));
   EXPECT_EQ(heap.region_of(p), CheckRegion::Released);
   heap.deallocate(q, StreamRef{});
@@ -166,10 +166,10 @@ TEST(CheckHeap, DestructionWaitsForQueuedWorkOnLiveAndFreedPages) {
   }
   EXPECT_EQ(done.load(), 1);  // an early unmap would have faulted the task instead
   const CallCounts c = backend.calls();
-  EXPECT_EQ(c[Call::unmap], 2u);
-  EXPECT_EQ(c[Call::release_chunk], 2u);
-  EXPECT_EQ(c[Call::free_va], 1u);
-  EXPECT_EQ(c[Call::create_fence], c[Call::destroy_fence]);
+  EXPECT_EQ(c[Call::Unmap], 2u);
+  EXPECT_EQ(c[Call::ReleaseChunk], 2u);
+  EXPECT_EQ(c[Call::FreeVa], 1u);
+  EXPECT_EQ(c[Call::CreateFence], c[Call::DestroyFence]);
 }
 
 TEST(CheckHeap, OutOfMemoryWaitsForPendingFreesThenRetries) {
@@ -186,7 +186,7 @@ TEST(CheckHeap, OutOfMemoryWaitsForPendingFreesThenRetries) {
   EXPECT_EQ(heap.stats().pending, 1u);
   void* c = heap.allocate(page, 4, StreamRef{});  // waits for the stream, then reuses the memory
   EXPECT_EQ(heap.stats().pending, 0u);
-  EXPECT_EQ(host.calls()[Call::wait_fence], 2u);  // the free's fences: the busy stream, the default
+  EXPECT_EQ(host.calls()[Call::WaitFence], 2u);  // the free's fences: the busy stream, the default
   try {
     (void)heap.allocate(page, 4, StreamRef{});
     FAIL() << "a third page fitted under a limit of two";

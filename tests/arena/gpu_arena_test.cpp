@@ -72,7 +72,7 @@ TEST(GpuArena, ReleaseWaitsForAQueuedKernel) {
     arena.release();
     // release() returned only after the kernel finished: the stream is idle and nothing faulted.
     EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
-    EXPECT_EQ(arena.calls()[Call::wait_fence], 1u);
+    EXPECT_EQ(arena.calls()[Call::WaitFence], 1u);
     EXPECT_EQ(arena.mapped_bytes(), 0u);
     arena.remove_user(StreamRef{stream});
   }
@@ -169,8 +169,8 @@ TEST(GpuArena, FillIsStreamOrderedAndCapturableAndFencesAreQueriedWithoutBlockin
   for (std::size_t i = 0; i < words; ++i) {
     ASSERT_EQ(host[i], i < words / 2 ? 0x7FFA7FFAu : static_cast<std::uint32_t>(i)) << "word " << i;
   }
-  EXPECT_EQ(backend.calls()[Call::fill], 2u);
-  EXPECT_GE(backend.calls()[Call::query_fence], 2u);
+  EXPECT_EQ(backend.calls()[Call::Fill], 2u);
+  EXPECT_GE(backend.calls()[Call::QueryFence], 2u);
   EXPECT_THROW(backend.fill(data, 6, 0u, StreamRef{stream}), InvalidArgument);
   backend.destroy_fence(fence);
   CUDA_OK(cudaGraphExecDestroy(exec));
@@ -202,8 +202,8 @@ TEST(GpuArena, DriverOutOfMemoryIsReportedAndRolledBack) {
       EXPECT_NE(what.find(word), std::string::npos) << what;
   }
   const CallCounts d = arena.calls() - before;
-  EXPECT_EQ(d[Call::create_chunk], d[Call::map] + 1);  // the last create failed
-  EXPECT_EQ(d[Call::release_chunk], d[Call::map]);      // everything mapped was undone
+  EXPECT_EQ(d[Call::CreateChunk], d[Call::Map] + 1);  // the last create failed
+  EXPECT_EQ(d[Call::ReleaseChunk], d[Call::Map]);      // everything mapped was undone
   EXPECT_EQ(arena.mapped_bytes(), kGiB);
   std::size_t free_after = 0;
   CUDA_OK(cudaMemGetInfo(&free_after, &total_bytes));

@@ -57,7 +57,7 @@ TEST(HostStream, ReleaseWaitsForQueuedWorkThatTouchesTheArena) {
   arena.release();
   EXPECT_TRUE(done.load());  // release waited for the stream, so the write hit mapped memory
   EXPECT_EQ(arena.mapped_bytes(), 0u);
-  EXPECT_EQ(arena.calls()[Call::wait_fence], 1u);
+  EXPECT_EQ(arena.calls()[Call::WaitFence], 1u);
 }
 
 TEST(HostStream, TrimWaitsForEveryRegisteredStream) {
@@ -81,8 +81,8 @@ TEST(HostStream, TrimWaitsForEveryRegisteredStream) {
   arena.trim(chunk);
   EXPECT_EQ(done.load(), 2);
   const CallCounts c = arena.calls();
-  EXPECT_EQ(c[Call::record_fence], 2u);
-  EXPECT_EQ(c[Call::wait_fence], 2u);
+  EXPECT_EQ(c[Call::RecordFence], 2u);
+  EXPECT_EQ(c[Call::WaitFence], 2u);
   arena.remove_user(a.ref());
   arena.remove_user(b.ref());
 }

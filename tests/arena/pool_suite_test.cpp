@@ -81,7 +81,7 @@ TEST_P(PoolSuite, TrimReturnsFreeChunksAtTheTop) {
   const CallCounts before = pool.arena().calls();
   EXPECT_EQ(pool.trim(), 6 * chunk_);
   EXPECT_EQ(pool.arena().mapped_chunks(), 1u);
-  EXPECT_EQ((pool.arena().calls() - before)[Call::release_chunk], 6u);
+  EXPECT_EQ((pool.arena().calls() - before)[Call::ReleaseChunk], 6u);
   EXPECT_EQ(pool.trim(), 0u);
   // The pool still works, and grows again where it shrank.
   void* again = pool.allocate(2 * chunk_);

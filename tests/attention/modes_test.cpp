@@ -14,11 +14,11 @@ namespace {
 constexpr auto kUnknown = static_cast<SparsityMode>(9);
 
 TEST(AttentionModes, TableNamesEachModeAndItsRule) {
-  EXPECT_STREQ(to_string(SparsityMode::Dense), "dense");
-  EXPECT_STREQ(to_string(SparsityMode::Tau), "tau");
-  EXPECT_STREQ(to_string(SparsityMode::TopK), "topk");
-  EXPECT_STREQ(to_string(SparsityMode::Coarse), "coarse");
-  EXPECT_STREQ(to_string(kUnknown), "unknown");
+  EXPECT_EQ(to_string(SparsityMode::Dense), "dense");
+  EXPECT_EQ(to_string(SparsityMode::Tau), "tau");
+  EXPECT_EQ(to_string(SparsityMode::TopK), "topk");
+  EXPECT_EQ(to_string(SparsityMode::Coarse), "coarse");
+  EXPECT_EQ(to_string(kUnknown), "unknown");
   EXPECT_FALSE(traits(SparsityMode::Dense).selects_blocks());
   EXPECT_EQ(traits(SparsityMode::Tau).rule, SelectionRule::Threshold);
   EXPECT_EQ(traits(SparsityMode::TopK).rule, SelectionRule::TopK);

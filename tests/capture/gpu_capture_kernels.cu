@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
 
 namespace memplan::capture::testing {
@@ -17,21 +18,16 @@ __global__ void add_kernel(int* dst, const int* src, int n, int add) {
   if (i < n) dst[i] = src[i] + add;
 }
 
-void check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(status));
-}
-
 }  // namespace
 
 void launch_iota(int* p, int n, int base, cudaStream_t stream) {
   iota_kernel<<<(n + 255) / 256, 256, 0, stream>>>(p, n, base);
-  check_launch("iota_kernel");
+  memplan::check_launch("iota_kernel");
 }
 
 void launch_add(int* dst, const int* src, int n, int add, cudaStream_t stream) {
   add_kernel<<<(n + 255) / 256, 256, 0, stream>>>(dst, src, n, add);
-  check_launch("add_kernel");
+  memplan::check_launch("add_kernel");
 }
 
 }  // namespace memplan::capture::testing

@@ -9,7 +9,7 @@
 
 #include "gpu_capture_kernels.hpp"
 #include "memplan/arena/cuda_vmm_backend.hpp"
-#include "memplan/capture/cuda_graph_executor.hpp"
+#include "memplan/capture/cuda_graph_capturer.hpp"
 #include "memplan/capture/step_runner.hpp"
 #include "support/gpu.hpp"
 
@@ -47,19 +47,19 @@ struct GpuCapture : ::testing::Test {
       auto* b = static_cast<int*>(ctx.allocate(kInts * sizeof(int)));
       int* out = result;
       ctx.depends_on(out);
-      ctx.launch([a, base](arena::StreamRef s) {
+      ctx.launch([a, base](StreamRef s) {
         testing::launch_iota(a, kInts, base, static_cast<cudaStream_t>(s.native));
       });
       if (ws != nullptr) {
         auto* w = static_cast<int*>(ws);
-        ctx.launch([w](arena::StreamRef s) {  // touch the workspace's last int too
+        ctx.launch([w](StreamRef s) {  // touch the workspace's last int too
           testing::launch_iota(w, 1, 0, static_cast<cudaStream_t>(s.native));
         });
       }
-      ctx.launch([a, b](arena::StreamRef s) {
+      ctx.launch([a, b](StreamRef s) {
         testing::launch_add(b, a, kInts, 1, static_cast<cudaStream_t>(s.native));
       });
-      ctx.launch([b, out](arena::StreamRef s) {
+      ctx.launch([b, out](StreamRef s) {
         testing::launch_add(out, b, kInts, 0, static_cast<cudaStream_t>(s.native));
       });
       ctx.deallocate(a);
@@ -77,18 +77,18 @@ struct GpuCapture : ::testing::Test {
     ASSERT_EQ(host[kInts - 1], base + kInts);
   }
 
-  arena::StreamRef ref() const { return arena::StreamRef{stream}; }
+  StreamRef ref() const { return StreamRef{stream}; }
 
   static constexpr int kInts = 1 << 20;
   cudaStream_t stream = nullptr;
   int* result = nullptr;
   std::unique_ptr<arena::CudaVmmBackend> backend;
   std::unique_ptr<Compiler> compiler;
-  CudaGraphExecutor executor;
+  CudaGraphCapturer capturer;
 };
 
 TEST_F(GpuCapture, StableBranchIsCapturedAndLaunchedWithoutDriverMemoryCalls) {
-  StepRunner runner(*compiler, executor, ref(), {.capture_after = 2});
+  StepRunner runner(*compiler, capturer, ref(), {.capture_after = 2});
   EXPECT_EQ(runner.run("denoise", "k", body(3)), StepPath::Eager);
   EXPECT_EQ(runner.run("denoise", "k", body(3)), StepPath::Eager);
   EXPECT_EQ(runner.run("denoise", "k", body(3)), StepPath::Captured);
@@ -103,21 +103,21 @@ TEST_F(GpuCapture, StableBranchIsCapturedAndLaunchedWithoutDriverMemoryCalls) {
 }
 
 TEST_F(GpuCapture, ABreakInvalidatesTheGraphAndTheNewBranchIsCaptured) {
-  StepRunner runner(*compiler, executor, ref(), {.capture_after = 1});
+  StepRunner runner(*compiler, capturer, ref(), {.capture_after = 1});
   for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(5));
   ASSERT_EQ(runner.stats().live_graphs, 1u);
   // The same key now needs a workspace between its buffers: a break, new offsets.
   EXPECT_EQ(runner.run("denoise", "k", body(6, 4 << 20)), StepPath::Eager);
   expect_result(6);
   EXPECT_EQ(runner.stats().invalidations, 1u);
-  EXPECT_EQ(compiler->stats().graph_breaks, 1u);
+  EXPECT_EQ(compiler->stats().breaks, 1u);
   EXPECT_EQ(runner.run("denoise", "k", body(6, 4 << 20)), StepPath::Captured);
   EXPECT_EQ(runner.run("denoise", "k", body(6, 4 << 20)), StepPath::Graph);
   expect_result(6);
 }
 
 TEST_F(GpuCapture, AGraphKeepsReplayingWhileTheArenaGrowsForAnotherBranch) {
-  StepRunner runner(*compiler, executor, ref(), {.capture_after = 1});
+  StepRunner runner(*compiler, capturer, ref(), {.capture_after = 1});
   for (int s = 0; s < 3; ++s) runner.run("denoise", "small", body(1));
   ASSERT_EQ(runner.stats().live_graphs, 1u);
   const auto mapped = compiler->stats().mapped_bytes;
@@ -134,7 +134,7 @@ TEST_F(GpuCapture, AGraphKeepsReplayingWhileTheArenaGrowsForAnotherBranch) {
 
 TEST_F(GpuCapture, TheDefaultStreamIsRejectedBeforeAnythingIsCaptured) {
   std::vector<Launch> none;
-  EXPECT_THROW((void)executor.capture(arena::StreamRef{}, none), InvalidArgument);
+  EXPECT_THROW((void)capturer.capture(StreamRef{}, none), InvalidArgument);
 }
 
 }  // namespace

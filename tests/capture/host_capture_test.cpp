@@ -1,4 +1,4 @@
-// The capture policy on the host executor: when a step is captured, when the graph is launched
+// The capture policy on the host capturer: when a step is captured, when the graph is launched
 // instead of the launches, and when it is dropped. Launches write into arena memory, so the tests
 // check the data the graph produced, not only the counters.
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@ CompilerOptions small() {
 struct Fixture : ::testing::Test {
   arena::HostBackend backend{arena::HostBackendOptions{.commit = false}};
   Compiler compiler{backend, small()};
-  HostGraphExecutor executor;
+  HostStepCapturer capturer;
   std::vector<int> out = std::vector<int>(4, 0);  // what the last step produced
   int launches_run = 0;
 
@@ -39,9 +39,9 @@ struct Fixture : ::testing::Test {
       void* ws = extra ? ctx.allocate(1 << 20, "workspace") : nullptr;
       int* dst = &out[static_cast<std::size_t>(slot)];
       ctx.depends_on(dst);
-      ctx.launch([this, a, value](arena::StreamRef) { ++launches_run; *a = value; });
-      ctx.launch([this, a, b](arena::StreamRef) { ++launches_run; *b = *a + 1; });
-      ctx.launch([this, b, dst](arena::StreamRef) { ++launches_run; *dst = *b; });
+      ctx.launch([this, a, value](StreamRef) { ++launches_run; *a = value; });
+      ctx.launch([this, a, b](StreamRef) { ++launches_run; *b = *a + 1; });
+      ctx.launch([this, b, dst](StreamRef) { ++launches_run; *dst = *b; });
       ctx.deallocate(a);
       if (ws != nullptr) ctx.deallocate(ws);
       ctx.deallocate(b);
@@ -50,7 +50,7 @@ struct Fixture : ::testing::Test {
 };
 
 TEST_F(Fixture, EagerWhenDisabledRunsEachLaunchAtOnce) {
-  StepRunner runner(compiler, executor, {}, {.enabled = false});
+  StepRunner runner(compiler, capturer, {}, {.enabled = false});
   for (int s = 0; s < 5; ++s) {
     EXPECT_EQ(runner.run("denoise", "k", body(s)), StepPath::Eager);
     EXPECT_EQ(out[0], s + 1);
@@ -67,7 +67,7 @@ TEST_F(Fixture, CheckModeRunsEveryStepEagerly) {
   options.check = {.poison = true, .no_reuse = true, .guard_gaps = true,
                    .reserve_bytes = std::size_t{16} << 30};
   Compiler checked(backend, options);
-  StepRunner runner(checked, executor, {}, {.capture_after = 1});
+  StepRunner runner(checked, capturer, {}, {.capture_after = 1});
   EXPECT_FALSE(runner.options().enabled);
   for (int s = 0; s < 5; ++s) {
     EXPECT_EQ(runner.run("denoise", "k", body(s)), StepPath::Eager);
@@ -78,7 +78,7 @@ TEST_F(Fixture, CheckModeRunsEveryStepEagerly) {
 }
 
 TEST_F(Fixture, CapturesAfterStableReplaysThenLaunchesTheGraphWithoutBackendCalls) {
-  StepRunner runner(compiler, executor, {}, {.capture_after = 2});
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 2});
   std::vector<StepPath> paths;
   for (int s = 0; s < 3; ++s) paths.push_back(runner.run("denoise", "k", body(7)));
   const auto calls = backend.calls();
@@ -100,32 +100,32 @@ TEST_F(Fixture, CapturesAfterStableReplaysThenLaunchesTheGraphWithoutBackendCall
 TEST_F(Fixture, AGraphReplaysTheCapturedValuesNotTheHostState) {
   // A value baked into a launch argument is captured: this is why per-step values belong in
   // memory (or in the key), and why the fingerprint covers declared dependencies.
-  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 1});
   for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(10));
   EXPECT_EQ(runner.run("denoise", "k", body(20)), StepPath::Graph);
   EXPECT_EQ(out[0], 11);
 }
 
 TEST_F(Fixture, ABreakUnderTheSameKeyInvalidatesAndTheNewBranchIsCapturedOnce) {
-  StepRunner runner(compiler, executor, {}, {.capture_after = 2});
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 2});
   for (int s = 0; s < 4; ++s) runner.run("denoise", "k", body(1));
   ASSERT_EQ(runner.stats().live_graphs, 1u);
-  const auto breaks = compiler.stats().graph_breaks;
+  const auto breaks = compiler.stats().breaks;
   // Same key, but the step now allocates a workspace: a break, new pointers, the graph is stale.
   EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Eager);
   EXPECT_EQ(out[0], 3);
-  EXPECT_EQ(compiler.stats().graph_breaks, breaks + 1);
+  EXPECT_EQ(compiler.stats().breaks, breaks + 1);
   EXPECT_EQ(runner.stats().invalidations, 1u);
   EXPECT_EQ(runner.stats().live_graphs, 0u);
   EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Eager);
   EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Captured);
   EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Graph);
   EXPECT_EQ(runner.stats().captures, 2u);
-  EXPECT_EQ(compiler.stats().graph_breaks, breaks + 1);
+  EXPECT_EQ(compiler.stats().breaks, breaks + 1);
 }
 
 TEST_F(Fixture, EachKeyKeepsItsGraphWhileBranchesAlternate) {
-  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 1});
   for (int round = 0; round < 6; ++round) {
     runner.run("denoise", "dense", body(1, false, 0));
     runner.run("denoise", "sparse", body(2, true, 1));
@@ -136,11 +136,11 @@ TEST_F(Fixture, EachKeyKeepsItsGraphWhileBranchesAlternate) {
   EXPECT_EQ(runner.stats().invalidations, 0u);
   EXPECT_EQ(runner.stats().live_graphs, 2u);
   EXPECT_GE(runner.stats().graph_launches, 8u);
-  EXPECT_EQ(compiler.stats().graph_breaks, 1u);  // the sparse path, once
+  EXPECT_EQ(compiler.stats().breaks, 1u);  // the sparse path, once
 }
 
 TEST_F(Fixture, AChangedDependencyInvalidatesTheGraph) {
-  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 1});
   for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(5, false, 0));
   // Another output buffer: the old graph would write the old one. Dropped, and (capture_after
   // is 1, the step replayed) the step is captured again with the new pointer.
@@ -148,16 +148,16 @@ TEST_F(Fixture, AChangedDependencyInvalidatesTheGraph) {
   EXPECT_EQ(out[2], 6);
   EXPECT_EQ(runner.stats().invalidations, 1u);
   EXPECT_EQ(runner.stats().captures, 2u);
-  EXPECT_EQ(compiler.stats().graph_breaks, 0u);  // the compiler saw the same allocations
+  EXPECT_EQ(compiler.stats().breaks, 0u);  // the compiler saw the same allocations
 }
 
 TEST_F(Fixture, AThrowingBodyAbortsTheStepLaunchesNothingAndTheRunnerGoesOn) {
-  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 1});
   for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(1));
   const int before = launches_run;
   EXPECT_THROW(runner.run("denoise", "k",
                           [](StepContext& ctx) {
-                            ctx.launch([](arena::StreamRef) { FAIL() << "must not run"; });
+                            ctx.launch([](StreamRef) { FAIL() << "must not run"; });
                             throw InvalidState("model failed");
                           }),
                InvalidState);
@@ -169,7 +169,7 @@ TEST_F(Fixture, AThrowingBodyAbortsTheStepLaunchesNothingAndTheRunnerGoesOn) {
 }
 
 TEST_F(Fixture, AReleasedArenaIsMappedBackBeforeTheGraphRuns) {
-  StepRunner runner(compiler, executor, {}, {.capture_after = 1});
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 1});
   for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(9));
   compiler.release();
   EXPECT_EQ(compiler.stats().mapped_bytes, 0u);
@@ -181,8 +181,8 @@ TEST_F(Fixture, AReleasedArenaIsMappedBackBeforeTheGraphRuns) {
 TEST(CaptureOptionsTest, CaptureAfterBelowOneIsRejected) {
   arena::HostBackend backend{arena::HostBackendOptions{.commit = false}};
   Compiler compiler{backend, small()};
-  HostGraphExecutor executor;
-  EXPECT_THROW(StepRunner(compiler, executor, {}, {.capture_after = 0}), InvalidArgument);
+  HostStepCapturer capturer;
+  EXPECT_THROW(StepRunner(compiler, capturer, {}, {.capture_after = 0}), InvalidArgument);
 }
 
 }  // namespace

@@ -47,18 +47,18 @@ TEST(Greedy, EveryOrderAndFitIsValidOnRandomProblems) {
   }
 }
 
-TEST(Greedy, GraphAndScanIndexesGiveIdenticalPlans) {
+TEST(Greedy, OverlapsAndScanIndexesGiveIdenticalPlans) {
   std::mt19937 random(23);
   for (int round = 0; round < 10; ++round) {
     Problem problem = testing::random_problem(random, 80, 30);
     problem.buffers.push_back(fixed_buf(3, 20, 24, 64));  // an obstacle both must respect
     for (const GreedyOrder order : kAllOrders) {
       for (const Fit fit : {Fit::Best, Fit::First}) {
-        const GreedyPlan graph = greedy_plan(problem, order, fit, GreedyIndex::Graph);
+        const GreedyPlan overlaps = greedy_plan(problem, order, fit, GreedyIndex::Overlaps);
         const GreedyPlan scan = greedy_plan(problem, order, fit, GreedyIndex::Scan);
-        SCOPED_TRACE(graph.algorithm);
+        SCOPED_TRACE(overlaps.algorithm);
         expect_valid(problem, scan.offsets);
-        EXPECT_EQ(graph.offsets, scan.offsets);
+        EXPECT_EQ(overlaps.offsets, scan.offsets);
       }
     }
   }

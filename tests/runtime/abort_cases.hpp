@@ -1,5 +1,5 @@
 // Aborted steps, for the host and the GPU tests alike. An exception thrown before any event of a
-// step (recording, replaying, after a graph break, past the branch cap, at a learned rogue site,
+// step (recording, replaying, after a break, past the branch cap, at a learned rogue site,
 // with a rogue live, inside a pause or not) aborts the step; once the buffers the step's code owns
 // are freed (by the unwinding, before the step guard aborts the step, or by the caller after it),
 // memory is back at its pre-step level to the byte, and the next steps follow the known path
@@ -46,8 +46,8 @@ MemoryLevel memory_level(H& h) {
                 .pool_allocated = s.pool_allocated_bytes,
                 .live_rogues = s.live_rogues,
                 .live_rogue_bytes = s.live_rogue_bytes,
-                .chunks_held = s.backend_calls[arena::Call::create_chunk] -
-                               s.backend_calls[arena::Call::release_chunk]};
+                .chunks_held = s.backend_calls[arena::Call::CreateChunk] -
+                               s.backend_calls[arena::Call::ReleaseChunk]};
   if constexpr (requires { h.backend().used_bytes(); }) m.limited = h.backend().used_bytes();
   return m;
 }
@@ -200,7 +200,7 @@ void check_abort(const AbortScenario& scenario, std::size_t event, bool in_pause
   const Stats first = h.compiler().stats();
   for (const Phase& phase : scenario.known) run_phase(h, phase);
   const Stats second = h.compiler().stats();
-  EXPECT_EQ(second.graph_breaks, after_abort.graph_breaks);
+  EXPECT_EQ(second.breaks, after_abort.breaks);
   EXPECT_GT(second.steps_replayed, first.steps_replayed);
   EXPECT_EQ(second.steps_recorded, first.steps_recorded);
   h.expect_all_intact();
@@ -221,7 +221,7 @@ void check_aborts_at_every_event(const AbortScenario& scenario) {
 // The scenarios. Sizes are multiples of 256, so pool and rogue bytes add up exactly.
 inline const Program kAbortProgram{alloc(1, 4096), alloc(2, 8192), free_(1), alloc(3, 4096),
                                    free_(2), free_(3)};
-// The same step with buffer 2 larger: a graph break at its event 1.
+// The same step with buffer 2 larger: a break at its event 1.
 inline const Program kDivergentProgram{alloc(1, 4096), alloc(2, 12288), free_(1), alloc(3, 4096),
                                        free_(2), free_(3)};
 // Buffer 9 outlives its step: a rogue the first time, then its site is served by the pool.
@@ -241,7 +241,7 @@ std::vector<AbortScenario> abort_scenarios() {
       {"replaying", options, {step}, kAbortProgram, {step}},
       // A rogue of another step lives in the planned arena across the aborted one.
       {"with a rogue live", options, {{"warmup", {alloc(50, 65536)}}, step}, kAbortProgram, {step}},
-      {"after a graph break", options, {step}, kDivergentProgram, {step}},
+      {"after a break", options, {step}, kDivergentProgram, {step}},
       {"past the branch cap", capped, {step}, kDivergentProgram, {step}},
       {"at a learned rogue site",
        options,

@@ -17,8 +17,8 @@ void check_scenario(const std::string& name) {
 TEST(Abort, WhileRecordingMemoryReturnsToThePreStepLevel) { check_scenario("recording"); }
 TEST(Abort, WhileReplayingMemoryReturnsToThePreStepLevel) { check_scenario("replaying"); }
 TEST(Abort, WithARogueLiveMemoryReturnsToThePreStepLevel) { check_scenario("with a rogue live"); }
-TEST(Abort, AfterAGraphBreakMemoryReturnsToThePreStepLevel) {
-  check_scenario("after a graph break");
+TEST(Abort, AfterABreakMemoryReturnsToThePreStepLevel) {
+  check_scenario("after a break");
 }
 TEST(Abort, PastTheBranchCapMemoryReturnsToThePreStepLevel) {
   check_scenario("past the branch cap");
@@ -49,7 +49,7 @@ TEST(Abort, BuffersTheCallerKeepsAreRoguesUntilFreed) {
   h.run_step(kAbortProgram);  // the plans moved clear of the rogues: no break
   h.expect_all_intact();
   st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   h.release(11);
   h.release(12);
   h.compiler().trim();
@@ -61,7 +61,7 @@ TEST(Abort, BuffersTheCallerKeepsAreRoguesUntilFreed) {
             h.compiler().stats().planned_peak_bytes + h.compiler().options().chunk_bytes);
   EXPECT_EQ(after.mapped, before.mapped);
   for (int s = 0; s < 2; ++s) h.run_step(kAbortProgram);
-  EXPECT_EQ(h.compiler().stats().graph_breaks, 0u);
+  EXPECT_EQ(h.compiler().stats().breaks, 0u);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(Alignment, DefaultAlignment4096ServesPausedOutOfStepAndStepAllocations) {
   const Stats st = c.stats();
   EXPECT_EQ(st.steps_recorded, 1u);
   EXPECT_EQ(st.steps_replayed, 9u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.rogues, 0u);
   EXPECT_EQ(st.replayed_allocations, 9u * 3u);
   EXPECT_EQ(st.paused_allocations, 1u + 10u * 3u);  // weights; per step two paused, one loader
@@ -101,7 +101,7 @@ TEST(Alignment, ExplicitAlignmentsInsideAPauseAndOutsideSteps) {
   c.deallocate(outside);
   const Stats st = c.stats();
   EXPECT_EQ(st.steps_replayed, 1u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.paused_allocations, 1u + 2u * 2u);
   EXPECT_EQ(st.pool_allocated_bytes, 0u);
 }

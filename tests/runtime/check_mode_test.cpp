@@ -84,10 +84,10 @@ TEST(CheckMode, PoisonAloneKeepsThePlansAndPoisonsHandOutAndFree) {
   }
   const arena::CallCounts replayed = h.backend().calls() - before;
   EXPECT_EQ(replayed.memory_calls(), 0u);  // replay maps nothing; the poison is only fills
-  EXPECT_EQ(replayed[arena::Call::fill], 3u * 4u);
+  EXPECT_EQ(replayed[arena::Call::Fill], 3u * 4u);
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.steps_replayed, 3u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_THAT(h.compiler().report(), HasSubstr("check mode: poison on, no reuse off, guard gaps off"));
 }
 
@@ -114,7 +114,7 @@ TEST(CheckMode, NoAddressIsEverHandedOutTwiceAcrossStepsPausesAndOutsideSteps) {
     ASSERT_GE(ranges[i].first, ranges[i - 1].first + ranges[i - 1].second) << "allocation " << i;
   }
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);  // the plans see no events in this mode
+  EXPECT_EQ(st.breaks, 0u);  // the plans see no events in this mode
   EXPECT_EQ(st.steps_replayed + st.steps_recorded, 12u);
 }
 
@@ -269,16 +269,16 @@ TEST(CheckMode, FreedPagesComeBackOnlyAfterTheStreamsPassTheFree) {
     compiler.deallocate(a);
     EXPECT_EQ(word_at(a), kPoisonFreed);
     void* b = compiler.allocate(page);  // polls: the side stream has not passed the free
-    EXPECT_EQ((backend.calls() - before)[arena::Call::release_chunk], 0u);
+    EXPECT_EQ((backend.calls() - before)[arena::Call::ReleaseChunk], 0u);
     EXPECT_TRUE(compiler.describe_address(a).mapped);
     gate.open();
     side.synchronize();
     compiler.deallocate(b);  // polls again: both frees have passed every stream
   }
   const arena::CallCounts d = backend.calls() - before;
-  EXPECT_EQ(d[arena::Call::release_chunk], 2u);
-  EXPECT_EQ(d[arena::Call::unmap], 2u);
-  EXPECT_EQ(d[arena::Call::wait_fence], 0u);  // the compiler never blocked on the stream
+  EXPECT_EQ(d[arena::Call::ReleaseChunk], 2u);
+  EXPECT_EQ(d[arena::Call::Unmap], 2u);
+  EXPECT_EQ(d[arena::Call::WaitFence], 0u);  // the compiler never blocked on the stream
 
   // trim() waits for what is still pending.
   void* c = compiler.allocate(page);
@@ -287,8 +287,8 @@ TEST(CheckMode, FreedPagesComeBackOnlyAfterTheStreamsPassTheFree) {
   step.end();
   const arena::CallCounts at_trim = backend.calls();
   compiler.trim();
-  EXPECT_EQ((backend.calls() - at_trim)[arena::Call::release_chunk], 1u);
-  EXPECT_GE((backend.calls() - at_trim)[arena::Call::wait_fence], 1u);
+  EXPECT_EQ((backend.calls() - at_trim)[arena::Call::ReleaseChunk], 1u);
+  EXPECT_GE((backend.calls() - at_trim)[arena::Call::WaitFence], 1u);
   EXPECT_FALSE(compiler.describe_address(c).mapped);
   compiler.deallocate(side_output, side.ref());
 }

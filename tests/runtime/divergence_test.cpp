@@ -5,7 +5,7 @@
 namespace memplan::testing {
 namespace {
 
-std::uint64_t breaks(Harness& h) { return h.compiler().stats().graph_breaks; }
+std::uint64_t breaks(Harness& h) { return h.compiler().stats().breaks; }
 
 TEST(Divergence, ScheduleWindowCostsOneBreakThenNone) {
   Harness h;
@@ -53,7 +53,7 @@ TEST(Divergence, FreesInAnotherOrderAreNotABreak) {
     h.run_step(early);  // 1 freed before 2 is allocated: early too
   }
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.branches, 1u);
   EXPECT_EQ(st.frees_out_of_order, 3u + 5u + 2u * 5u);  // early: 2 comes before the path frees 1
 }
@@ -87,14 +87,14 @@ TEST(Divergence, AStepThatEndsEarlyBreaksOnce) {
   EXPECT_EQ(h.compiler().breaks()[0].reason, BreakReason::UnexpectedEnd);
 }
 
-TEST(Divergence, EachStepNameHasItsOwnGraph) {
+TEST(Divergence, EachStepNameHasItsOwnTree) {
   Harness h;
   for (int i = 0; i < 4; ++i) {
     h.run_step(dit_step(2, 1024), "encode");
     h.run_step(dit_step(4, 4096), "denoise");
   }
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.steps_recorded, 2u);
   EXPECT_EQ(st.steps_replayed, 6u);
 }

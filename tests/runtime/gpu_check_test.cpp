@@ -58,10 +58,10 @@ Outcome planted_bug(const CheckOptions& check) {
     options.check = check;
     Compiler compiler(backend, options);
     // The side stream's output, allocated there: the side stream becomes a user of memplan's memory.
-    auto* side_output = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, arena::StreamRef{side}, "side output"));
+    auto* side_output = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, StreamRef{side}, "side output"));
     for (int s = 0; s < 2; ++s) {  // recorded, then replayed
       auto step = compiler.step("denoise");
-      auto* a = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, arena::StreamRef{main_stream}, "activations"));
+      auto* a = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, StreamRef{main_stream}, "activations"));
       arena::test::launch_iota(a, kWords, 0x1000u, main_stream);
       // The reader waits for the writer (correct), then reads late...
       cuda_ok(cudaEventRecord(written, main_stream), "cudaEventRecord");
@@ -69,8 +69,8 @@ Outcome planted_bug(const CheckOptions& check) {
       arena::test::launch_spin_then_copy(a, side_output, kWords, kSpinNs, side);
       cuda_ok(cudaGetLastError(), "launch");
       // ... but the main stream frees `a` with no event from the side stream: the planted bug.
-      compiler.deallocate(a, arena::StreamRef{main_stream});
-      auto* b = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, arena::StreamRef{main_stream}, "next"));
+      compiler.deallocate(a, StreamRef{main_stream});
+      auto* b = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, StreamRef{main_stream}, "next"));
       arena::test::launch_iota(b, kWords, kNext, main_stream);
       cuda_ok(cudaGetLastError(), "launch");
       cuda_ok(cudaStreamSynchronize(side), "cudaStreamSynchronize(side)");
@@ -79,12 +79,12 @@ Outcome planted_bug(const CheckOptions& check) {
       cuda_ok(cudaMemcpy(out.seen.data(), side_output, 4 * kWords, cudaMemcpyDeviceToHost), "cudaMemcpy");
       out.reused = a == b;
       out.report = compiler.describe_address(a + kWords / 2).text;
-      compiler.deallocate(b, arena::StreamRef{main_stream});
+      compiler.deallocate(b, StreamRef{main_stream});
       step.end();
       compiler.trim();  // check mode: the freed pages go back once every stream passed their frees
       out.mapped_after_trim = compiler.describe_address(a).mapped;
     }
-    compiler.deallocate(side_output, arena::StreamRef{side});
+    compiler.deallocate(side_output, StreamRef{side});
   }
   cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   cuda_ok(cudaEventDestroy(written), "cudaEventDestroy");

@@ -50,7 +50,7 @@ TEST(GpuCompiler, SteadyStateReplaysAtStableDeviceAddressesWithoutDriverCalls) {
   }
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.steps_replayed, 49u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ((h.backend().calls() - after_recording).total(), 0u);
   EXPECT_LE(static_cast<double>(st.planned_peak_bytes),
             1.01 * static_cast<double>(st.lower_bound_bytes));
@@ -63,7 +63,7 @@ TEST(GpuCompiler, ScheduleWindowAndSecondPassConverge) {
     for (int s = 0; s < 20; ++s) h.run_step(dit_step(4, 4096, s >= 5));
     for (int s = 0; s < 5; ++s) h.run_step(dit_step(4, 8192, true));
   }
-  EXPECT_EQ(h.compiler().stats().graph_breaks, 2u);
+  EXPECT_EQ(h.compiler().stats().breaks, 2u);
 }
 
 TEST(GpuCompiler, RoguesKeepTheirBytesAndMemoryStaysFlat) {
@@ -84,7 +84,7 @@ TEST(GpuCompiler, ReplayedBuffersAreUsableByKernelsAfterRelease) {
   h.compiler().release();  // unmapped, addresses kept
   EXPECT_EQ(h.compiler().stats().mapped_bytes, 0u);
   h.run_step(step);        // mapped back: fills and checks run on device memory again
-  EXPECT_EQ(h.compiler().stats().graph_breaks, 0u);
+  EXPECT_EQ(h.compiler().stats().breaks, 0u);
 }
 
 TEST(GpuCompiler, ShadowModelOnRandomPrograms) {

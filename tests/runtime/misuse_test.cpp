@@ -19,7 +19,7 @@ TEST(Misuse, DoubleFreeIsNamedAndChangesNothing) {
     EXPECT_THROW(h.compiler().deallocate(p), arena::DoubleFree);
   }
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.steps_replayed, 2u);
 }
 
@@ -122,9 +122,9 @@ TEST(Misuse, ExceptionMidRecordingAbortsTheStepAndKeepsItsBuffers) {
   h.release(2);
   for (int s = 0; s < 3; ++s) h.run_step(kProgram);
   st = h.compiler().stats();
-  EXPECT_EQ(st.steps_recorded, 1u);  // the aborted recording left nothing in the graph
+  EXPECT_EQ(st.steps_recorded, 1u);  // the aborted recording left nothing in the tree
   EXPECT_EQ(st.steps_replayed, 2u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
 }
 
 TEST(Misuse, ExceptionMidReplayKeepsBuffersAndLaterStepsReplay) {
@@ -141,7 +141,7 @@ TEST(Misuse, ExceptionMidReplayKeepsBuffersAndLaterStepsReplay) {
   h.release(1);
   for (int s = 0; s < 3; ++s) h.run_step(kProgram);
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.steps_replayed, 3u);
   EXPECT_EQ(st.learned_rogue_sites, 0u);  // an aborted step teaches nothing
 }
@@ -203,7 +203,7 @@ TEST(Misuse, BranchCapWithDynamicFallbackServesTheStep) {
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.branches, 1u);
   EXPECT_EQ(st.steps_dynamic, 5u);
-  EXPECT_EQ(st.graph_breaks, 5u);
+  EXPECT_EQ(st.breaks, 5u);
   EXPECT_GT(st.recorded_allocations, 0u);
 }
 

@@ -88,7 +88,7 @@ TEST(OutOfMemory, WhileRecordingItNamesTheRequestMappedAndLiveBytesAndTheStepGoe
   }
   for (int s = 0; s < 3; ++s) h.run_step({alloc(1, kMiB), alloc(2, 2 * kMiB), free_(1), free_(2)});
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.steps_replayed, 3u);
   h.expect_all_intact();
   // Nothing leaked: with the rogue and the pool buffer freed and the plans released, nothing is
@@ -111,7 +111,7 @@ TEST(OutOfMemory, WhileRecordingAnUncaughtOneAbortsTheStepAndMemoryReturnsToTheB
       auto step = h.compiler().step("denoise");
       Owners<LimitedHarness> owners(h);
       owners.allocate(1, 4096, false);
-      owners.allocate(2, 4 * kMiB, false);  // a graph break, then recording needs 2 more chunks
+      owners.allocate(2, 4 * kMiB, false);  // a break, then recording needs 2 more chunks
       ADD_FAILURE() << "no OutOfMemory";
     } catch (const OutOfMemory& e) {
       expect_names(e.what(), {"allocate 4194304 B in step 'denoise' at event 1 (recording)",
@@ -121,7 +121,7 @@ TEST(OutOfMemory, WhileRecordingAnUncaughtOneAbortsTheStepAndMemoryReturnsToTheB
   EXPECT_FALSE(h.compiler().in_step());
   EXPECT_EQ(memory_level(h), after_refusals(before, 1));
   for (int s = 0; s < 2; ++s) h.run_step(kAbortProgram);
-  EXPECT_EQ(h.compiler().stats().graph_breaks, 1u);  // only the aborted step's
+  EXPECT_EQ(h.compiler().stats().breaks, 1u);  // only the aborted step's
   EXPECT_EQ(memory_level(h), after_refusals(before, 1));
 }
 
@@ -152,7 +152,7 @@ TEST(OutOfMemory, InAPauseItNamesThePoolAndTheStepGoesOn) {
     }
   }
   h.release(70);
-  EXPECT_EQ(h.compiler().stats().graph_breaks, 0u);
+  EXPECT_EQ(h.compiler().stats().breaks, 0u);
   EXPECT_EQ(memory_level(h), after_refusals(before, 1));
 }
 
@@ -182,13 +182,13 @@ TEST(OutOfMemory, AtALearnedRogueSiteWhileReplayingItIsNamedAndTheStepCanAbort) 
   EXPECT_EQ(memory_level(h), after_refusals(before, 1));
   // The unwinding freed buffer 1 where the record has buffer 9's allocation: a break of the
   // aborted step. The next steps have none.
-  const std::uint64_t breaks = h.compiler().stats().graph_breaks;
+  const std::uint64_t breaks = h.compiler().stats().breaks;
   for (int s = 0; s < 2; ++s) {
     h.run_step({alloc(1, 4096), alloc(9, kMiB), free_(1)});
     h.release(9);
   }
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, breaks);
+  EXPECT_EQ(st.breaks, breaks);
   EXPECT_EQ(st.steps_replayed, 2u);
   EXPECT_EQ(st.steps_aborted, 1u);
 }
@@ -236,7 +236,7 @@ TEST(OutOfMemory, AtBeginStepItNamesThePlanToMapAndNoStepStarts) {
   }
   h.run_step(kAbortProgram);
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 1u);  // the larger branch's, when it was recorded
+  EXPECT_EQ(st.breaks, 1u);  // the larger branch's, when it was recorded
   EXPECT_EQ(st.steps_replayed, 1u);
   h.release(60);
   h.compiler().release();

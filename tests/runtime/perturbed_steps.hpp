@@ -6,7 +6,7 @@
 // The Harness's shadow model checks every live buffer's bytes and that no two live buffers
 // overlap. The runner keys each step by its path (allocations: size, alignment, tag, paused; frees
 // of this step's own buffers by allocation index, in order; frees of older buffers are not events
-// of the step graph) and counts breaks and backend memory calls in steps whose path was seen before.
+// of the step tree) and counts breaks and backend memory calls in steps whose path was seen before.
 #pragma once
 
 #include <algorithm>
@@ -164,7 +164,7 @@ struct PerturbedCounts {
   std::uint64_t mismatches = 0;
   std::uint64_t breaks = 0;
   std::uint64_t seen_path_steps = 0;
-  std::uint64_t breaks_on_seen_paths = 0;        // graph breaks in steps of a seen path
+  std::uint64_t breaks_on_seen_paths = 0;        // breaks in steps of a seen path
   std::array<std::uint64_t, kBreakReasons> seen_path_breaks_by_reason{};
   std::uint64_t seen_path_steps_that_broke = 0;
   std::uint64_t seen_path_memory_calls = 0;      // backend memory calls in those that leak nothing
@@ -251,7 +251,7 @@ class PerturbedRunner {
     }
     if (recording()) script_ << "end\n";
     const Stats after = h_.compiler().stats();
-    const std::uint64_t breaks = after.graph_breaks - before.graph_breaks;
+    const std::uint64_t breaks = after.breaks - before.breaks;
     const std::uint64_t calls = h_.backend().calls().memory_calls() - calls_before;
     bool leaks = false;
     for (const Op& op : program) {
@@ -293,7 +293,7 @@ class PerturbedRunner {
     const Stats stats = h_.compiler().stats();
     c.overlaps = h_.overlaps();
     c.mismatches = h_.mismatches();
-    c.breaks = stats.graph_breaks;
+    c.breaks = stats.breaks;
     c.rogues = stats.rogues;
     c.dynamic_steps = stats.steps_dynamic;
     c.distinct_keys = all_keys_.size();

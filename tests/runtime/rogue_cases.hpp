@@ -182,7 +182,7 @@ void a_learned_site_that_stops_being_rogue_is_forgotten(H& h) {
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.learned_site_allocations, 8u);  // none since it was forgotten
   EXPECT_EQ(st.replayed_allocations - learned.replayed_allocations, 10u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(h.backend().calls().memory_calls(), calls);
   h.expect_all_intact();
 }

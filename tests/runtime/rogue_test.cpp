@@ -35,8 +35,8 @@ TEST(Rogues, InsidePauseThereAreNoRoguesAndNoExtraBreaks) {
   run_workflow(h, 50, /*paused=*/true, &history);
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.rogues, 0u);
-  // Sparse steps differ from dense ones only by paused allocations: the graph never breaks.
-  EXPECT_EQ(st.graph_breaks, 0u);
+  // Sparse steps differ from dense ones only by paused allocations: the tree never breaks.
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.paused_allocations, 1u + 45u * kBlocks);
   for (int s = 6; s < 50; ++s) EXPECT_EQ(history[s], history[5]) << "step " << s;
 }
@@ -54,7 +54,7 @@ TEST(Rogues, ABufferFreedOneStepLateIsLearnedWithoutABreak) {
   }
   h.expect_all_intact();
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);  // the recording planned around it: no break at all
+  EXPECT_EQ(st.breaks, 0u);  // the recording planned around it: no break at all
   EXPECT_EQ(st.rogues, 1u);
   EXPECT_EQ(st.learned_rogue_sites, 1u);
   EXPECT_EQ(st.learned_site_allocations, 19u);
@@ -75,7 +75,7 @@ TEST(Rogues, ARogueOfAReplayedStepIsLearnedAndThePlansMoveClearOfIt) {
   h.release(1);
   for (int s = 0; s < 5; ++s) h.run_step(other);
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 1u);
+  EXPECT_EQ(st.breaks, 1u);
   EXPECT_EQ(st.breaks_by_reason[static_cast<int>(BreakReason::UnexpectedEnd)], 1u);
   EXPECT_EQ(st.breaks_by_reason[static_cast<int>(BreakReason::RangeOccupied)], 0u);
   EXPECT_EQ(st.live_rogues, 0u);
@@ -102,7 +102,7 @@ TEST(Rogues, ALearnedSiteDoesNotCaptureTheSameTagOnANewPath) {
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.rogues, 1u);
   EXPECT_EQ(st.learned_site_allocations, 0u);
-  EXPECT_EQ(st.graph_breaks, 1u);  // the new path, once
+  EXPECT_EQ(st.breaks, 1u);  // the new path, once
 }
 
 // Four steps, each freeing the previous step's buffer and keeping a new one of 4096 B at
@@ -136,7 +136,7 @@ TEST(Rogues, ASiteWith1024AlignmentIsLearnedAndServedAligned) {
   EXPECT_EQ(st.rogues, 1u);  // a rogue once, then the pool
   EXPECT_EQ(st.learned_rogue_sites, 1u);
   EXPECT_EQ(st.learned_site_allocations, 3u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.live_rogues, 0u);
   EXPECT_EQ(st.pool_allocated_bytes, 0u);
 }

@@ -41,7 +41,7 @@ TEST(SteadyState, RecordsOnceThenReplaysAtStableAddressesWithoutBackendCalls) {
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.steps_recorded, 1u);
   EXPECT_EQ(st.steps_replayed, 49u);
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.branches, 1u);
   EXPECT_EQ(st.rogues, 0u);
   EXPECT_EQ(st.replayed_allocations, 49u * replayed.size());
@@ -60,7 +60,7 @@ TEST(SteadyState, WithoutTheTrimAfterRecordingMoreThanThePlanStaysMapped) {
   const Program step = conditioned_dit_step();
   for (int s = 0; s < 3; ++s) h.run_step(step);
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_GT(st.mapped_bytes, rounded_to_chunk(st.planned_peak_bytes));
 }
 
@@ -87,7 +87,7 @@ TEST(SteadyState, TrimAndReleaseKeepAddressesAndMapBackOnTheNextStep) {
   EXPECT_GT(h.compiler().stats().mapped_bytes, 0u);
   h.compiler().trim();
   EXPECT_EQ(h.run_step(step), before);
-  EXPECT_EQ(h.compiler().stats().graph_breaks, 0u);
+  EXPECT_EQ(h.compiler().stats().breaks, 0u);
 }
 
 TEST(SteadyState, ReportNamesStepsBranchesAndMemory) {

@@ -4,7 +4,7 @@
 //   F ID               free (inside or outside a step)
 //   # ...              a comment
 // The runner drives a harness (BasicHarness on any memory: pattern fill, overlap and content
-// checks) and records, per step, the graph breaks and the backend's memory calls from begin_step
+// checks) and records, per step, the breaks and the backend's memory calls from begin_step
 // to end_step included, whether it was served past the branch cap, and its path key.
 #pragma once
 
@@ -21,7 +21,7 @@ namespace memplan::testing {
 
 // A step's path key: its own events in order. Allocations by size, alignment, tag and pause; frees
 // of the step's own buffers by allocation index. Frees of older buffers are not events of the
-// step graph and are left out. Two steps with one key follow one path of the allocation graph.
+// step tree and are left out. Two steps with one key follow one path of the allocation tree.
 class PathKey {
  public:
   void allocate(int id, std::size_t size, std::size_t alignment, const std::string& tag,
@@ -69,7 +69,7 @@ std::vector<ScriptStep> run_script(H& h, const std::string& script) {
       std::string name;
       in >> name;
       const Stats before = h.compiler().stats();
-      breaks_before = before.graph_breaks;
+      breaks_before = before.breaks;
       dynamic_before = before.steps_dynamic;
       calls_before = h.backend().calls().memory_calls();
       path = PathKey();
@@ -78,7 +78,7 @@ std::vector<ScriptStep> run_script(H& h, const std::string& script) {
     } else if (op == "end") {
       h.compiler().end_step();
       const Stats after = h.compiler().stats();
-      steps.push_back({after.graph_breaks - breaks_before,
+      steps.push_back({after.breaks - breaks_before,
                        h.backend().calls().memory_calls() - calls_before,
                        after.steps_dynamic != dynamic_before, path.str(),
                        std::any_of(allocated.begin(), allocated.end(),

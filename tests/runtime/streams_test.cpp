@@ -66,16 +66,16 @@ TEST(Streams, ANewStreamAtAForgottenStreamsAddressIsTrackedAgain) {
   Harness h;
   std::optional<HostStream> stream;
   stream.emplace();
-  const arena::StreamRef first = stream->ref();
+  const StreamRef first = stream->ref();
   h.compiler().deallocate(h.compiler().allocate(4096, first));
-  const std::uint64_t fences = h.compiler().stats().backend_calls[Call::create_fence];
+  const std::uint64_t fences = h.compiler().stats().backend_calls[Call::CreateFence];
   EXPECT_TRUE(h.compiler().forget_stream(first));
   stream.reset();
   stream.emplace();  // the same storage: the same address
   ASSERT_EQ(stream->ref(), first);
   h.compiler().deallocate(h.compiler().allocate(4096, stream->ref()));
   // A fence each in the planned arena and the pool, as for any stream seen the first time.
-  EXPECT_EQ(h.compiler().stats().backend_calls[Call::create_fence], fences + 2);
+  EXPECT_EQ(h.compiler().stats().backend_calls[Call::CreateFence], fences + 2);
   EXPECT_TRUE(h.compiler().forget_stream(stream->ref()));
 }
 
@@ -83,9 +83,9 @@ TEST(Streams, TheDefaultStreamIsTrackedLikeAnyOther) {
   Harness h;
   EXPECT_FALSE(h.compiler().forget_stream({}));  // not used yet
   h.compiler().deallocate(h.compiler().allocate(4096));
-  EXPECT_EQ(h.compiler().stats().backend_calls[Call::create_fence], 2u);
+  EXPECT_EQ(h.compiler().stats().backend_calls[Call::CreateFence], 2u);
   EXPECT_TRUE(h.compiler().forget_stream({}));
-  EXPECT_EQ(h.compiler().stats().backend_calls[Call::destroy_fence], 2u);
+  EXPECT_EQ(h.compiler().stats().backend_calls[Call::DestroyFence], 2u);
 }
 
 }  // namespace

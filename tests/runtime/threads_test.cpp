@@ -60,7 +60,7 @@ TEST(Threads, AnotherThreadsAllocationsNeverBecomeStepEvents) {
   other.join();
 
   const Stats st = compiler.stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.steps_replayed, 300u);
   EXPECT_EQ(st.paused_allocations, static_cast<std::uint64_t>(other_allocations.load()));
   EXPECT_EQ(st.rogues, 0u);
@@ -76,7 +76,7 @@ TEST(Threads, StepsDrivenByAThreadThatDoesNotOwnTheLockAreStillReplayed) {
   for (int i = 0; i < 2000; ++i) h.compiler().deallocate(h.compiler().allocate(4096));  // outside steps here
   driver.join();
   const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.steps_replayed, 50u);
 }
 
@@ -189,7 +189,7 @@ TEST(Threads, TwoCompilersOnASharedLimitStayExactUnderStepsAndPoolTraffic) {
     const Stats st = lane.compiler->stats();
     EXPECT_EQ(st.steps_recorded, 1u);
     EXPECT_EQ(st.steps_replayed, static_cast<std::uint64_t>(kSteps - 1));
-    EXPECT_EQ(st.graph_breaks, 0u);
+    EXPECT_EQ(st.breaks, 0u);
     EXPECT_EQ(st.rogues, 0u);
     EXPECT_EQ(st.paused_allocations, static_cast<std::uint64_t>(lane.pool_allocations + kSteps));
     EXPECT_EQ(st.pool_allocated_bytes, 0u);
@@ -198,9 +198,9 @@ TEST(Threads, TwoCompilersOnASharedLimitStayExactUnderStepsAndPoolTraffic) {
   EXPECT_EQ(limited.used_bytes(), mapped);  // the limit counts exactly what is mapped
   for (Lane& lane : lanes) lane.compiler.reset();
   EXPECT_EQ(limited.used_bytes(), 0u);
-  EXPECT_EQ(host.calls()[arena::Call::create_chunk], host.calls()[arena::Call::release_chunk]);
+  EXPECT_EQ(host.calls()[arena::Call::CreateChunk], host.calls()[arena::Call::ReleaseChunk]);
   // No refusal: the limit (256 MiB) is far above what the two compilers map.
-  EXPECT_EQ(limited.calls()[arena::Call::create_chunk], host.calls()[arena::Call::create_chunk]);
+  EXPECT_EQ(limited.calls()[arena::Call::CreateChunk], host.calls()[arena::Call::CreateChunk]);
 }
 
 }  // namespace

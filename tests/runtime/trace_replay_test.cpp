@@ -55,7 +55,7 @@ TEST_P(TraceReplay, ReplaysWithoutBreaksWithinOneChunkOfThePlan) {
     }
   }
   const Stats st = compiler.stats();
-  EXPECT_EQ(st.graph_breaks, 0u);
+  EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.steps_recorded, 1u);
   EXPECT_EQ(st.steps_replayed, 19u);
   EXPECT_LE(st.mapped_bytes, st.planned_peak_bytes + options.chunk_bytes);

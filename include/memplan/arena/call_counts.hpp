@@ -13,24 +13,24 @@ namespace memplan::arena {
 // or reserved); the fence calls only order host and streams; query_free only reads; fill writes
 // bytes (check mode's poison), never mappings.
 enum class Call : std::uint8_t {
-  reserve_va,
-  free_va,
-  create_chunk,
-  release_chunk,
-  map,
-  set_access,
-  unmap,
-  create_fence,
-  record_fence,
-  wait_fence,
-  destroy_fence,
-  query_free,
-  fill,
-  query_fence,
+  ReserveVa,
+  FreeVa,
+  CreateChunk,
+  ReleaseChunk,
+  Map,
+  SetAccess,
+  Unmap,
+  CreateFence,
+  RecordFence,
+  WaitFence,
+  DestroyFence,
+  QueryFree,
+  Fill,
+  QueryFence,
 };
 inline constexpr std::size_t kCallKinds = 14;
 
-std::string_view call_name(Call call) noexcept;
+std::string_view to_string(Call call) noexcept;
 
 // A snapshot of counts, comparable and subtractable (counts after - counts before).
 struct CallCounts {
@@ -43,7 +43,7 @@ struct CallCounts {
   // on replay" counts.
   std::uint64_t memory_calls() const noexcept {
     std::uint64_t sum = 0;
-    for (std::size_t i = 0; i <= static_cast<std::size_t>(Call::unmap); ++i) sum += n[i];
+    for (std::size_t i = 0; i <= static_cast<std::size_t>(Call::Unmap); ++i) sum += n[i];
     return sum;
   }
   std::uint64_t total() const noexcept {

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <string_view>
 
 namespace memplan::arena {
 
@@ -51,7 +52,7 @@ enum class CheckRegion : std::uint8_t {
   Freed,     // the pages of a freed allocation, still mapped (poisoned) until its streams pass
   Released,  // the pages of a freed allocation, unmapped: an access faults
 };
-const char* to_string(CheckRegion region) noexcept;
+std::string_view to_string(CheckRegion region) noexcept;
 
 struct CheckHeapStats {
   std::size_t allocations = 0;    // made so far

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace memplan::attention {
 
@@ -52,7 +53,7 @@ inline constexpr std::array<ModeTraits, 4> kModeTraits{{
 [[nodiscard]] const ModeTraits& traits(SparsityMode mode);
 
 // The mode's name ("dense", "tau", "topk", "coarse"), "unknown" outside the enum.
-[[nodiscard]] const char* to_string(SparsityMode mode);
+[[nodiscard]] std::string_view to_string(SparsityMode mode) noexcept;
 
 namespace detail {
 constexpr bool table_in_enum_order() {

@@ -36,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-#include "memplan/capture/step_graph.hpp"
+#include "memplan/capture/captured_step.hpp"
 #include "memplan/runtime/compiler.hpp"
 
 namespace memplan::capture {
@@ -57,7 +57,7 @@ struct CaptureStats {
 };
 
 enum class StepPath : std::uint8_t { Eager, Captured, Graph };
-[[nodiscard]] const char* to_string(StepPath path) noexcept;
+[[nodiscard]] std::string_view to_string(StepPath path) noexcept;
 
 class StepContext {
  public:
@@ -89,11 +89,11 @@ class StepContext {
   }
 
   [[nodiscard]] Compiler& compiler() noexcept { return *compiler_; }
-  [[nodiscard]] arena::StreamRef stream() const noexcept { return stream_; }
+  [[nodiscard]] StreamRef stream() const noexcept { return stream_; }
 
  private:
   friend class StepRunner;
-  StepContext(Compiler& compiler, arena::StreamRef stream) : compiler_(&compiler), stream_(stream) {}
+  StepContext(Compiler& compiler, StreamRef stream) : compiler_(&compiler), stream_(stream) {}
   void reset(bool defer) {
     trace_.clear();
     deferred_.clear();
@@ -102,7 +102,7 @@ class StepContext {
   }
 
   Compiler* compiler_;
-  arena::StreamRef stream_;
+  StreamRef stream_;
   bool defer_ = false;
   std::uint64_t launches_ = 0;
   std::vector<std::uint64_t> trace_;
@@ -113,9 +113,9 @@ class StepRunner {
  public:
   using Body = std::function<void(StepContext&)>;
 
-  // `executor` makes the graphs; `stream` is where every launch and graph goes (a created CUDA
-  // stream for the CUDA executor). Throws InvalidArgument for capture_after < 1.
-  StepRunner(Compiler& compiler, GraphExecutor& executor, arena::StreamRef stream,
+  // `capturer` makes the graphs; `stream` is where every launch and graph goes (a created CUDA
+  // stream for the CUDA capturer). Throws InvalidArgument for capture_after < 1.
+  StepRunner(Compiler& compiler, StepCapturer& capturer, StreamRef stream,
              CaptureOptions options = {});
 
   // Runs one step named `step_name` (a compiler step) whose launches are described by `key`.
@@ -135,15 +135,15 @@ class StepRunner {
     std::vector<std::uint64_t> fingerprint;
     int stable = 0;          // replayed steps in a row with this fingerprint
     bool uncapturable = false;
-    std::unique_ptr<StepGraph> graph;
+    std::unique_ptr<CapturedStep> graph;
   };
 
   StepPath finish(Entry& entry, bool replayed);
   void run_deferred();
 
   Compiler& compiler_;
-  GraphExecutor& executor_;
-  arena::StreamRef stream_;
+  StepCapturer& capturer_;
+  StreamRef stream_;
   CaptureOptions options_;
   StepContext context_;
   std::map<std::string, Entry, std::less<>> entries_;

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <string>
 #include <vector>
+#include <string_view>
 
 #include "memplan/plan/problem.hpp"
 
@@ -37,13 +38,13 @@ enum class Fit {
 };
 
 // How a run finds the placed buffers alive with the next one. All give identical plans; they
-// differ in cost. Graph: O(E log d) per run plus building the overlap graph (E overlapping pairs,
+// differ in cost. Overlaps: O(E log d) per run plus building the overlap graph (E overlapping pairs,
 // d the largest degree). Scan: O(n²) per run, nothing to build; it wins on dense problems, where
 // most buffers overlap most others. Sweep: GreedyOrder::Start only, O(n log n) per run.
 enum class GreedyIndex {
   Auto,   // Sweep for the start order; else Scan when n² is small next to E log d (or the graph
           // would pass 2^26 entries), else Graph
-  Graph,  // each buffer's placed neighbours from the overlap graph, sorted by offset
+  Overlaps,  // each buffer's placed neighbours from the overlap graph, sorted by offset
   Scan,   // one offset-ordered list of every placed buffer, filtered by lifetime
   Sweep,  // the start order as a sweep over time, the live buffers' gaps indexed (any other
           // order: memplan::InvalidArgument)
@@ -69,7 +70,7 @@ struct GreedyPlan {
     const Problem& problem, Bytes good_enough,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
-[[nodiscard]] std::string to_string(GreedyOrder order);
-[[nodiscard]] std::string to_string(Fit fit);
+[[nodiscard]] std::string_view to_string(GreedyOrder order) noexcept;
+[[nodiscard]] std::string_view to_string(Fit fit) noexcept;
 
 }  // namespace memplan::plan

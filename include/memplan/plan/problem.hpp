@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "memplan/types.hpp"
+
 namespace memplan::plan {
 
-// Signed on purpose: a negative size or offset is an error to report, not a huge number.
-using Bytes = std::int64_t;
 using Time = std::int64_t;
 
 // The largest size, alignment and fixed offset of one buffer: 2^52 B (4 PiB), far above any

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace memplan {
 
@@ -65,7 +66,7 @@ enum class AddressKind : std::uint8_t {
   Unused,    // memplan's addresses never handed out (or not recorded: check mode was off)
   NotOwned,  // no memory of this compiler
 };
-const char* to_string(AddressKind kind) noexcept;
+std::string_view to_string(AddressKind kind) noexcept;
 
 // What Compiler::describe_address found.
 struct AddressReport {

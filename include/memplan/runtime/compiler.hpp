@@ -1,10 +1,10 @@
 // The memory compiler: the step-by-step allocator a C++ inference runtime links.
 //
 // The first run of a step records its allocations (served dynamically, best fit, in the arena);
-// at the end of the step the record becomes a branch of the step's allocation graph and is
+// at the end of the step the record becomes a branch of the step's allocation tree and is
 // planned. Later runs replay: each allocation matches the next recorded event and gets
 // base + offset, with no allocator call and the same pointer every step. An event that matches
-// nothing is a graph break: counted, logged, and the step records a new branch from there.
+// nothing is a break: counted, logged, and the step records a new branch from there.
 // Allocations inside pause() scopes (or outside any step) go to a persistent pool; allocations of a
 // step still live at its end are rogues: kept intact, reported, and their site learned so that
 // later steps serve it from the pool.
@@ -131,15 +131,15 @@ class Compiler {
   // The stream (nullptr: the default stream) becomes a user of the compiler's memory: trim(),
   // release() and ~Compiler() wait for its queued work before unmapping. So a stream passed here
   // must outlive the compiler, or be handed to forget_stream() before it is destroyed.
-  [[nodiscard]] void* allocate(std::size_t bytes, arena::StreamRef stream = {},
+  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {},
                                std::string_view tag = {}, std::size_t alignment = 0);
   // Waits for the work queued on `stream`, then stops tracking it: call it before destroying a
   // stream that was passed to allocate(). Buffers allocated on it stay valid. Returns false (and
   // does nothing) if the stream was never passed to allocate() or was already forgotten.
-  bool forget_stream(arena::StreamRef stream);
+  bool forget_stream(StreamRef stream);
   // nullptr is ignored. A pointer the compiler does not own throws arena::ForeignPointer; one it
   // already freed throws arena::DoubleFree. Neither changes any state.
-  void deallocate(void* p, arena::StreamRef stream = {});
+  void deallocate(void* p, StreamRef stream = {});
 
   [[nodiscard]] StepGuard step(std::string_view name);
   [[nodiscard]] ScopeGuard scope(std::string_view name);
@@ -180,9 +180,9 @@ class Compiler {
  private:
   struct Impl;
   struct Check;  // check mode (check_mode.hpp); null when every CompilerOptions::check flag is off
-  void* allocate_planned(std::size_t bytes, arena::StreamRef stream, std::string_view tag,
+  void* allocate_planned(std::size_t bytes, StreamRef stream, std::string_view tag,
                          std::size_t alignment);
-  void use_stream(arena::StreamRef stream);
+  void use_stream(StreamRef stream);
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<Check> check_;
 };

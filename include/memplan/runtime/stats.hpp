@@ -1,4 +1,4 @@
-// What the memory compiler counts, as plain data: steps, graph breaks and why, rogues, memory.
+// What the memory compiler counts, as plain data: steps, breaks and why, rogues, memory.
 // Stats is a snapshot (copy it, diff it); the break log keeps one record per break.
 #pragma once
 
@@ -26,7 +26,7 @@ struct BreakRecord {
   std::string scope;             // the scope path at the break, "denoise/block.3"
   std::uint64_t event = 0;       // index of the event within the step
   BreakReason reason = BreakReason::UnknownAllocation;
-  std::string expected;          // what the allocation graph had at this point
+  std::string expected;          // what the allocation tree had at this point
   std::string came;              // what the program did instead
 };
 
@@ -35,7 +35,7 @@ struct Stats {
   std::uint64_t steps_replayed = 0;   // steps served wholly from a known branch
   std::uint64_t steps_aborted = 0;    // steps ended by an exception (abort_step)
   std::uint64_t steps_dynamic = 0;    // steps served without learning, past the branch cap
-  std::uint64_t graph_breaks = 0;
+  std::uint64_t breaks = 0;
   std::array<std::uint64_t, kBreakReasons> breaks_by_reason{};
   std::uint64_t branches = 0;
 

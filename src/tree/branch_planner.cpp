@@ -4,7 +4,7 @@
 // has an offset (it was learned after a plan placed it) keeps its range in every later plan, so
 // that it can be forgotten - served from the plan again - without overlapping anything; unless a
 // replay kept its buffer in the pool past its Free node (pooled_past_free), which rules that out.
-#include "memplan/graph/branch_planner.hpp"
+#include "memplan/tree/branch_planner.hpp"
 
 #include <fmt/format.h>
 
@@ -14,18 +14,18 @@
 #include "memplan/error.hpp"
 #include "memplan/plan/planner.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 
-plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
-                             std::span<const Obstacle> obstacles, std::vector<NodeId>* nodes,
+plan::Problem branch_problem(const AllocationTree& tree, BranchId branch,
+                             std::span<const FixedRange> fixed_ranges, std::vector<NodeId>* nodes,
                              FreedLate freed_late) {
-  const NodeId end = graph.branch(branch).end;
-  const auto end_time = static_cast<plan::Time>(graph.node(end).depth);
+  const NodeId end = tree.branch(branch).end;
+  const auto end_time = static_cast<plan::Time>(tree.node(end).depth);
   plan::Problem problem;
   std::unordered_map<NodeId, std::size_t> index_of;  // Alloc node -> buffer index
   if (nodes != nullptr) nodes->clear();
-  for (const NodeId id : graph.path_to(end)) {
-    const Node& n = graph.node(id);
+  for (const NodeId id : tree.path_to(end)) {
+    const Node& n = tree.node(id);
     if (n.kind == EventKind::Alloc &&
         (!n.persistent || (n.offset != kUnplanned && !n.pooled_past_free))) {
       index_of.emplace(id, problem.buffers.size());
@@ -46,8 +46,8 @@ plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
       }
     }
   }
-  for (const Obstacle& o : obstacles) {
-    problem.buffers.push_back(plan::Buffer{.id = fmt::format("obstacle@{}", o.offset),
+  for (const FixedRange& o : fixed_ranges) {
+    problem.buffers.push_back(plan::Buffer{.id = fmt::format("fixed range@{}", o.offset),
                                            .lower = static_cast<plan::Time>(o.since),
                                            .upper = end_time + 1,
                                            .size = o.size,
@@ -56,23 +56,23 @@ plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
   return problem;
 }
 
-plan::Solution plan_branch(AllocationGraph& graph, BranchId branch,
-                           std::span<const Obstacle> obstacles,
+plan::Solution plan_branch(AllocationTree& tree, BranchId branch,
+                           std::span<const FixedRange> fixed_ranges,
                            std::chrono::milliseconds budget, FreedLate freed_late) {
   std::vector<NodeId> nodes;
-  const plan::Problem problem = branch_problem(graph, branch, obstacles, &nodes, freed_late);
+  const plan::Problem problem = branch_problem(tree, branch, fixed_ranges, &nodes, freed_late);
   plan::Solution solution = plan::plan(problem, {.budget = budget});
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    Node& n = graph.node(nodes[i]);
+    Node& n = tree.node(nodes[i]);
     if (n.offset == kUnplanned) n.offset = solution.offsets[i];
   }
-  Branch& b = graph.branch(branch);
+  Branch& b = tree.branch(branch);
   b.arena_bytes = solution.arena_size;
   b.lower_bound = solution.lower_bound;
   b.proven_optimal = solution.proven_optimal;
   b.algorithm = solution.algorithm;
-  graph.note_plan(solution.arena_size);
+  tree.note_plan(solution.arena_size);
   return solution;
 }
 
-}  // namespace memplan::graph
+}  // namespace memplan::tree

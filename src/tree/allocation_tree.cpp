@@ -2,18 +2,18 @@
 // oldest branch first: a path that replayed once keeps matching the same nodes whatever branches
 // are added beside it later (guarantee 4; a newest-first order let a new branch with the same key
 // capture an old path, which then broke again further down).
-#include "memplan/graph/allocation_graph.hpp"
+#include "memplan/tree/allocation_tree.hpp"
 
 #include <algorithm>
 
 #include "memplan/error.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 
-AllocationGraph::AllocationGraph() { nodes_.push_back(Node{}); }
+AllocationTree::AllocationTree() { nodes_.push_back(Node{}); }
 
-NodeId AllocationGraph::add_child(NodeId parent, Node node) {
-  if (nodes_.size() >= kNoNode) throw InvalidState("allocation graph: too many events");
+NodeId AllocationTree::add_child(NodeId parent, Node node) {
+  if (nodes_.size() >= kNoNode) throw InvalidState("allocation tree: too many events");
   const auto id = static_cast<NodeId>(nodes_.size());
   node.parent = parent;
   node.depth = nodes_[parent].depth + 1;
@@ -24,22 +24,22 @@ NodeId AllocationGraph::add_child(NodeId parent, Node node) {
   return id;
 }
 
-NodeId AllocationGraph::add_alloc(NodeId parent, const AllocKey& key) {
+NodeId AllocationTree::add_alloc(NodeId parent, const AllocKey& key) {
   return add_child(parent, Node{.kind = EventKind::Alloc, .key = key});
 }
 
-NodeId AllocationGraph::add_free(NodeId parent, NodeId buffer) {
+NodeId AllocationTree::add_free(NodeId parent, NodeId buffer) {
   return add_child(parent, Node{.kind = EventKind::Free, .buffer = buffer});
 }
 
-BranchId AllocationGraph::add_end(NodeId parent) {
+BranchId AllocationTree::add_end(NodeId parent) {
   const auto id = static_cast<BranchId>(branches_.size());
   const NodeId end = add_child(parent, Node{.kind = EventKind::End, .branch = id});
   branches_.push_back(Branch{.end = end});
   return id;
 }
 
-void AllocationGraph::truncate(NodeId first) {
+void AllocationTree::truncate(NodeId first) {
   // Nodes from `first` on are the newest, so each is the last child of its parent: unlink it there.
   for (auto id = static_cast<NodeId>(nodes_.size()); id-- > first;) {
     const Node& n = nodes_[id];
@@ -53,7 +53,7 @@ void AllocationGraph::truncate(NodeId first) {
   nodes_.resize(std::max<std::size_t>(first, 1));
 }
 
-std::vector<NodeId> AllocationGraph::path_to(NodeId node) const {
+std::vector<NodeId> AllocationTree::path_to(NodeId node) const {
   std::vector<NodeId> path;
   path.reserve(nodes_[node].depth);
   for (NodeId n = node; n != root(); n = nodes_[n].parent) path.push_back(n);
@@ -61,4 +61,4 @@ std::vector<NodeId> AllocationGraph::path_to(NodeId node) const {
   return path;
 }
 
-}  // namespace memplan::graph
+}  // namespace memplan::tree

@@ -6,9 +6,9 @@
 #include <iterator>
 #include <map>
 
-#include "memplan/graph/alloc_key.hpp"
+#include "memplan/tree/alloc_key.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 
 class OccupiedRanges {
  public:
@@ -36,4 +36,4 @@ class OccupiedRanges {
   std::map<Bytes, Bytes> ranges_;  // offset -> size
 };
 
-}  // namespace memplan::graph
+}  // namespace memplan::tree

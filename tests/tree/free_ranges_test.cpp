@@ -4,9 +4,9 @@
 #include <random>
 
 #include "memplan/error.hpp"
-#include "memplan/graph/free_ranges.hpp"
+#include "memplan/tree/free_ranges.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 namespace {
 
 TEST(FreeRanges, AllocatesBestFitAndAligned) {
@@ -68,4 +68,4 @@ TEST(FreeRanges, RandomUseNeverHandsOutTakenBytes) {
 }
 
 }  // namespace
-}  // namespace memplan::graph
+}  // namespace memplan::tree

@@ -3,23 +3,23 @@
 #include <gtest/gtest.h>
 
 #include "memplan/error.hpp"
-#include "memplan/graph/allocation_graph.hpp"
+#include "memplan/tree/allocation_tree.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 namespace {
 
 const auto kAny = [](NodeId) { return true; };
 
-TEST(AllocationGraph, StartsWithARootOnly) {
-  const AllocationGraph g;
+TEST(AllocationTree, StartsWithARootOnly) {
+  const AllocationTree g;
   EXPECT_EQ(g.node_count(), 1u);
   EXPECT_EQ(g.branch_count(), 0u);
   EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, kAny), kNoNode);
   EXPECT_EQ(g.find_end(g.root()), kNoNode);
 }
 
-TEST(AllocationGraph, MatchesAllocationsByKeyFreesByBufferAndEnds) {
-  AllocationGraph g;
+TEST(AllocationTree, MatchesAllocationsByKeyFreesByBufferAndEnds) {
+  AllocationTree g;
   const NodeId a = g.add_alloc(g.root(), {64, 256, 0});
   const NodeId b = g.add_alloc(a, {128, 256, 7});
   const NodeId f = g.add_free(b, a);
@@ -35,16 +35,16 @@ TEST(AllocationGraph, MatchesAllocationsByKeyFreesByBufferAndEnds) {
   EXPECT_EQ(g.path_to(g.branch(br).end), (std::vector<NodeId>{a, b, f, g.branch(br).end}));
 }
 
-TEST(AllocationGraph, FitPredicateSkipsToASiblingWithTheSameKey) {
-  AllocationGraph g;
+TEST(AllocationTree, FitPredicateSkipsToASiblingWithTheSameKey) {
+  AllocationTree g;
   const NodeId older = g.add_alloc(g.root(), {64, 256, 0});
   const NodeId newer = g.add_alloc(g.root(), {64, 256, 0});
   EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, kAny), older);  // oldest first
   EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, [&](NodeId c) { return c != older; }), newer);
 }
 
-TEST(AllocationGraph, TruncateUnlinksTheNewestChildBehindOlderSiblings) {
-  AllocationGraph g;
+TEST(AllocationTree, TruncateUnlinksTheNewestChildBehindOlderSiblings) {
+  AllocationTree g;
   const NodeId a = g.add_alloc(g.root(), {64, 256, 0});
   const NodeId b = g.add_alloc(g.root(), {32, 256, 0});
   g.truncate(b);
@@ -54,8 +54,8 @@ TEST(AllocationGraph, TruncateUnlinksTheNewestChildBehindOlderSiblings) {
   EXPECT_EQ(g.node(a).next_sibling, c);
 }
 
-TEST(AllocationGraph, TruncateForgetsAnAbortedRecordingOnly) {
-  AllocationGraph g;
+TEST(AllocationTree, TruncateForgetsAnAbortedRecordingOnly) {
+  AllocationTree g;
   const NodeId a = g.add_alloc(g.root(), {64, 256, 0});
   g.add_end(a);
   const auto first = static_cast<NodeId>(g.node_count());
@@ -68,8 +68,8 @@ TEST(AllocationGraph, TruncateForgetsAnAbortedRecordingOnly) {
   EXPECT_EQ(g.branch_count(), 1u);
 }
 
-TEST(AllocationGraph, TruncateTakesTheBranchItsRecordingClosed) {
-  AllocationGraph g;
+TEST(AllocationTree, TruncateTakesTheBranchItsRecordingClosed) {
+  AllocationTree g;
   const NodeId a = g.add_alloc(g.root(), {64, 256, 0});
   g.add_end(a);
   g.truncate(a);
@@ -79,4 +79,4 @@ TEST(AllocationGraph, TruncateTakesTheBranchItsRecordingClosed) {
 }
 
 }  // namespace
-}  // namespace memplan::graph
+}  // namespace memplan::tree

@@ -1,15 +1,15 @@
 // A branch becomes a planner problem with the right lifetimes, fixed prefix offsets and
-// obstacles; planning writes offsets to the new nodes only.
+// fixed_ranges; planning writes offsets to the new nodes only.
 #include <gtest/gtest.h>
 
-#include "memplan/graph/branch_planner.hpp"
+#include "memplan/tree/branch_planner.hpp"
 #include "memplan/plan/validator.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 namespace {
 
 TEST(BranchPlanner, LifetimesFollowThePath) {
-  AllocationGraph g;
+  AllocationTree g;
   const NodeId a = g.add_alloc(g.root(), {100, 1, 0});  // depth 1
   const NodeId b = g.add_alloc(a, {50, 1, 0});          // depth 2
   const NodeId fa = g.add_free(b, a);                   // depth 3
@@ -33,21 +33,21 @@ TEST(BranchPlanner, LifetimesFollowThePath) {
   for (const NodeId n : nodes) EXPECT_NE(g.node(n).offset, kUnplanned);
 }
 
-TEST(BranchPlanner, SharedPrefixKeepsItsOffsetsAndObstaclesAreAvoided) {
-  AllocationGraph g;
+TEST(BranchPlanner, SharedPrefixKeepsItsOffsetsAndFixedRangesAreAvoided) {
+  AllocationTree g;
   const NodeId a = g.add_alloc(g.root(), {64, 64, 0});
   g.node(a).offset = 128;  // planned by an earlier branch
   const NodeId b = g.add_alloc(a, {64, 64, 0});
   const NodeId persistent = g.add_alloc(b, {1 << 20, 64, 0});
   g.node(persistent).persistent = true;  // served by the pool: not in the plan
   const BranchId br = g.add_end(persistent);
-  const std::vector<Obstacle> obstacles{{0, 64}};
-  const plan::Problem p = branch_problem(g, br, obstacles);
-  ASSERT_EQ(p.buffers.size(), 3u);  // a, b, the obstacle
+  const std::vector<FixedRange> fixed_ranges{{0, 64}};
+  const plan::Problem p = branch_problem(g, br, fixed_ranges);
+  ASSERT_EQ(p.buffers.size(), 3u);  // a, b, the fixed range
   EXPECT_EQ(p.buffers[0].fixed_offset, 128);
   EXPECT_EQ(p.buffers[2].fixed_offset, 0);
 
-  const plan::Solution s = plan_branch(g, br, obstacles, std::chrono::milliseconds(100));
+  const plan::Solution s = plan_branch(g, br, fixed_ranges, std::chrono::milliseconds(100));
   plan::validate(p, s);
   EXPECT_EQ(g.node(a).offset, 128);
   EXPECT_EQ(g.node(b).offset, 64);  // the only aligned gap below the prefix
@@ -56,4 +56,4 @@ TEST(BranchPlanner, SharedPrefixKeepsItsOffsetsAndObstaclesAreAvoided) {
 }
 
 }  // namespace
-}  // namespace memplan::graph
+}  // namespace memplan::tree

@@ -1,10 +1,10 @@
-// The allocation graph: every trace seen for one kind of step, merged as a tree of events so that
+// The allocation tree: every trace seen for one kind of step, merged as a tree of events so that
 // shared prefixes are stored once. A node is an event (allocate, free, or the end of a step); the
 // path from the root to an End node is a branch, and each branch has a plan. Offsets live on the
 // Alloc nodes, so every branch through a node gives its buffer the same offset: a branch that
 // forks from another keeps its parent's offsets for the shared prefix (fixed when it is planned).
 //
-// The graph knows offsets, not devices or pointers. Children are a singly linked sibling list:
+// The tree knows offsets, not devices or pointers. Children are a singly linked sibling list:
 // most nodes have one child, so a match is one comparison and nodes need no heap of their own.
 #pragma once
 
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "memplan/graph/alloc_key.hpp"
+#include "memplan/tree/alloc_key.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 
 using NodeId = std::uint32_t;
 using BranchId = std::uint32_t;
@@ -50,9 +50,9 @@ struct Branch {
   std::string algorithm;        // which planner stage won
 };
 
-class AllocationGraph {
+class AllocationTree {
  public:
-  AllocationGraph();
+  AllocationTree();
 
   [[nodiscard]] static constexpr NodeId root() noexcept { return 0; }
   [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
@@ -98,7 +98,7 @@ class AllocationGraph {
   // The events from the root (excluded) to `node` (included), in order.
   [[nodiscard]] std::vector<NodeId> path_to(NodeId node) const;
 
-  // The largest plan of any branch: the arena this graph needs.
+  // The largest plan of any branch: the arena this tree needs.
   [[nodiscard]] Bytes arena_bytes() const noexcept { return arena_bytes_; }
   void note_plan(Bytes bytes) noexcept { arena_bytes_ = std::max(arena_bytes_, bytes); }
 
@@ -110,4 +110,4 @@ class AllocationGraph {
   Bytes arena_bytes_ = 0;
 };
 
-}  // namespace memplan::graph
+}  // namespace memplan::tree

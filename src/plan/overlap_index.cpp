@@ -1,7 +1,7 @@
 // The overlap graph by a sweep in start order: a lifetime overlaps exactly the earlier-starting
 // ones still alive when it starts. The sweep runs twice (count, then fill) so that the lists
 // land in one flat array without an intermediate edge list.
-#include "interval_graph.hpp"
+#include "overlap_index.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -44,13 +44,13 @@ namespace {
 // Calls visit(earlier, later) once for every overlapping pair; false if the deadline came first.
 template <typename Visit>
 bool sweep_pairs(std::span<const Lifetime> lifetimes, std::span<const int> by_start,
-                 std::vector<int>& alive, IntervalGraph::Clock::time_point deadline,
+                 std::vector<int>& alive, OverlapIndex::Clock::time_point deadline,
                  Visit&& visit) {
-  const bool timed = deadline != IntervalGraph::Clock::time_point::max();
+  const bool timed = deadline != OverlapIndex::Clock::time_point::max();
   alive.clear();
   std::size_t visited = 0;
   for (const int v : by_start) {
-    if (timed && (++visited & 1023) == 0 && IntervalGraph::Clock::now() >= deadline) return false;
+    if (timed && (++visited & 1023) == 0 && OverlapIndex::Clock::now() >= deadline) return false;
     const Time start = lifetimes[static_cast<std::size_t>(v)].lower;
     std::size_t kept = 0;
     for (const int a : alive) {
@@ -66,7 +66,7 @@ bool sweep_pairs(std::span<const Lifetime> lifetimes, std::span<const int> by_st
 
 }  // namespace
 
-IntervalGraph::IntervalGraph(std::span<const Lifetime> lifetimes, Clock::time_point deadline) {
+OverlapIndex::OverlapIndex(std::span<const Lifetime> lifetimes, Clock::time_point deadline) {
   const std::size_t n = lifetimes.size();
   std::vector<int> by_start(n);
   std::iota(by_start.begin(), by_start.end(), 0);

@@ -4,15 +4,15 @@
 #include <utility>
 #include <vector>
 
-#include "memplan/capture/step_graph.hpp"
+#include "memplan/capture/captured_step.hpp"
 
 namespace memplan::capture {
 namespace {
 
-class HostGraph final : public StepGraph {
+class HostCapturedStep final : public CapturedStep {
  public:
-  explicit HostGraph(std::vector<Launch> launches) : launches_(std::move(launches)) {}
-  void launch(arena::StreamRef stream) override {
+  explicit HostCapturedStep(std::vector<Launch> launches) : launches_(std::move(launches)) {}
+  void launch(StreamRef stream) override {
     for (const Launch& f : launches_) f(stream);
   }
   [[nodiscard]] std::size_t nodes() const noexcept override { return launches_.size(); }
@@ -23,9 +23,9 @@ class HostGraph final : public StepGraph {
 
 }  // namespace
 
-std::unique_ptr<StepGraph> HostGraphExecutor::capture(arena::StreamRef /*stream*/,
+std::unique_ptr<CapturedStep> HostStepCapturer::capture(StreamRef /*stream*/,
                                                       std::span<const Launch> launches) {
-  return std::make_unique<HostGraph>(std::vector<Launch>(launches.begin(), launches.end()));
+  return std::make_unique<HostCapturedStep>(std::vector<Launch>(launches.begin(), launches.end()));
 }
 
 }  // namespace memplan::capture

@@ -34,13 +34,13 @@ struct Lifetime {
 // ended before it started.
 [[nodiscard]] std::vector<std::int64_t> overlap_degrees(std::span<const Lifetime> lifetimes);
 
-class IntervalGraph {
+class OverlapIndex {
  public:
   using Clock = std::chrono::steady_clock;
 
   // Stops building at `deadline` (checked every thousand vertices), leaving the graph
   // incomplete: only complete graphs may be used.
-  explicit IntervalGraph(std::span<const Lifetime> lifetimes,
+  explicit OverlapIndex(std::span<const Lifetime> lifetimes,
                          Clock::time_point deadline = Clock::time_point::max());
 
   [[nodiscard]] bool complete() const { return complete_; }

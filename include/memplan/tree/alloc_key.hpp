@@ -1,4 +1,4 @@
-// What identifies an allocation event when a step is matched against the allocation graph:
+// What identifies an allocation event when a step is matched against the allocation tree:
 // its size, its alignment and an optional tag, hashed so that matching compares three integers.
 // The hash is computed on every tagged call (FNV-1a over the tag's bytes), and tagged allocations
 // take the replay's out-of-line path, not the inline fast path.
@@ -9,9 +9,8 @@
 
 #include "memplan/plan/problem.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 
-using plan::Bytes;
 
 // FNV-1a: stable across runs and platforms, so logged tag hashes can be compared.
 [[nodiscard]] constexpr std::uint64_t tag_hash(std::string_view tag) noexcept {
@@ -31,4 +30,4 @@ struct AllocKey {
   friend bool operator==(const AllocKey&, const AllocKey&) = default;
 };
 
-}  // namespace memplan::graph
+}  // namespace memplan::tree

@@ -1,20 +1,20 @@
 // Planning a branch: the path from the root to an End node becomes a planner problem (time is an
 // event's depth on the path; a buffer lives from its Alloc to its Free, or to the end), the Alloc
 // nodes that already have offsets (a prefix shared with other branches) are fixed, and ranges
-// still held by rogues are obstacles from when they were taken to the end of the step. The planner's offsets are written back
+// still held by rogues are fixed_ranges from when they were taken to the end of the step. The planner's offsets are written back
 // to the branch's new nodes.
 #pragma once
 
 #include <chrono>
 #include <span>
 
-#include "memplan/graph/allocation_graph.hpp"
+#include "memplan/tree/allocation_tree.hpp"
 #include "memplan/plan/problem.hpp"
 
-namespace memplan::graph {
+namespace memplan::tree {
 
 // A range held for the rest of the step from event `since` on (0: from the step's start).
-struct Obstacle {
+struct FixedRange {
   Bytes offset = 0;
   Bytes size = 0;
   std::uint32_t since = 0;
@@ -22,7 +22,7 @@ struct Obstacle {
 
 // The planner problem of `branch`: one buffer per Alloc node on its path that is not persistent or
 // may be forgotten (has an offset, never kept in the pool past its Free node), in path order, then
-// one per obstacle. `nodes` receives the Alloc node of each buffer (obstacles have
+// one per fixed range. `nodes` receives the Alloc node of each buffer (fixed_ranges have
 // none).
 // `freed_late` are buffers whose Free nodes before `first_new` (the branch's first node of its
 // own) the recording step passed while they were still live: they live on until a later Free
@@ -31,14 +31,14 @@ struct FreedLate {
   std::span<const NodeId> buffers;
   NodeId first_new = kNoNode;
 };
-[[nodiscard]] plan::Problem branch_problem(const AllocationGraph& graph, BranchId branch,
-                                           std::span<const Obstacle> obstacles,
+[[nodiscard]] plan::Problem branch_problem(const AllocationTree& tree, BranchId branch,
+                                           std::span<const FixedRange> fixed_ranges,
                                            std::vector<NodeId>* nodes = nullptr,
                                            FreedLate freed_late = {});
 
-// Plans `branch` and stores its offsets and summary in the graph. Returns the planner's solution.
-plan::Solution plan_branch(AllocationGraph& graph, BranchId branch,
-                           std::span<const Obstacle> obstacles,
+// Plans `branch` and stores its offsets and summary in the tree. Returns the planner's solution.
+plan::Solution plan_branch(AllocationTree& tree, BranchId branch,
+                           std::span<const FixedRange> fixed_ranges,
                            std::chrono::milliseconds budget, FreedLate freed_late = {});
 
-}  // namespace memplan::graph
+}  // namespace memplan::tree

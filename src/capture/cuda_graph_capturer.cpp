@@ -4,31 +4,25 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include "memplan/capture/cuda_graph_executor.hpp"
+#include "memplan/capture/cuda_graph_capturer.hpp"
+#include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
 #include "core/log.hpp"
 
 namespace memplan::capture {
 namespace {
 
-void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw CudaError(fmt::format("{} failed: {} ({})", call, cudaGetErrorString(status),
-                                static_cast<int>(status)));
-  }
-}
-
-class CudaStepGraph final : public StepGraph {
+class CudaCapturedStep final : public CapturedStep {
  public:
-  CudaStepGraph(cudaGraphExec_t exec, std::size_t nodes) : exec_(exec), nodes_(nodes) {}
-  ~CudaStepGraph() override {
+  CudaCapturedStep(cudaGraphExec_t exec, std::size_t nodes) : exec_(exec), nodes_(nodes) {}
+  ~CudaCapturedStep() override {
     const cudaError_t status = cudaGraphExecDestroy(exec_);
     if (status != cudaSuccess) {
       logger().error("cudaGraphExecDestroy failed: {}", cudaGetErrorString(status));
     }
   }
-  void launch(arena::StreamRef stream) override {
-    check(cudaGraphLaunch(exec_, static_cast<cudaStream_t>(stream.native)), "cudaGraphLaunch");
+  void launch(StreamRef stream) override {
+    check_cuda(cudaGraphLaunch(exec_, static_cast<cudaStream_t>(stream.native)), "cudaGraphLaunch");
   }
   [[nodiscard]] std::size_t nodes() const noexcept override { return nodes_; }
 
@@ -50,14 +44,14 @@ struct GraphOwner {
 
 }  // namespace
 
-std::unique_ptr<StepGraph> CudaGraphExecutor::capture(arena::StreamRef stream,
+std::unique_ptr<CapturedStep> CudaGraphCapturer::capture(StreamRef stream,
                                                       std::span<const Launch> launches) {
   if (stream.native == nullptr) {
     throw InvalidArgument("CUDA graph capture: the legacy default stream cannot be captured; "
                           "pass a created stream");
   }
   auto* s = static_cast<cudaStream_t>(stream.native);
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   GraphOwner owner;
   try {
     for (const Launch& f : launches) f(stream);
@@ -66,12 +60,12 @@ std::unique_ptr<StepGraph> CudaGraphExecutor::capture(arena::StreamRef stream,
     (void)cudaGetLastError();
     throw;
   }
-  check(cudaStreamEndCapture(s, &owner.graph), "cudaStreamEndCapture");
+  check_cuda(cudaStreamEndCapture(s, &owner.graph), "cudaStreamEndCapture");
   std::size_t nodes = 0;
-  check(cudaGraphGetNodes(owner.graph, nullptr, &nodes), "cudaGraphGetNodes");
+  check_cuda(cudaGraphGetNodes(owner.graph, nullptr, &nodes), "cudaGraphGetNodes");
   cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, owner.graph, 0), "cudaGraphInstantiate");
-  return std::make_unique<CudaStepGraph>(exec, nodes);
+  check_cuda(cudaGraphInstantiate(&exec, owner.graph, 0), "cudaGraphInstantiate");
+  return std::make_unique<CudaCapturedStep>(exec, nodes);
 }
 
 }  // namespace memplan::capture
