@@ -25,7 +25,9 @@ namespace {
 using namespace memplan::arena;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // Maps `total` bytes in chunks of range(0) MiB, then releases; the map is timed, the unmap and
 // release are reported as a counter. Both are per GiB.
@@ -51,7 +53,15 @@ void BM_MapHost(benchmark::State& state) {
   HostBackend backend;
   map_cost(state, backend, 1 * kGiB);
 }
-BENCHMARK(BM_MapHost)->Arg(2)->Arg(8)->Arg(32)->Arg(64)->Arg(256)->Arg(1024)->UseManualTime()->Iterations(3)
+BENCHMARK(BM_MapHost)
+    ->Arg(2)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->UseManualTime()
+    ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
 
 // One warm pool, allocate/free of one size: the steady state of a pause scope.
@@ -77,7 +87,8 @@ void pool_churn(benchmark::State& state, PhysicalBackend& backend) {
   for (std::size_t i = 0; i < live.size(); ++i) live[i] = pool.allocate(sizes[i]);
   std::size_t k = 0;
   for (auto _ : state) {
-    const std::size_t slot = (k * 7919) & (live.size() - 1);  // sizes are powers of two: no division
+    const std::size_t slot =
+        (k * 7919) & (live.size() - 1);  // sizes are powers of two: no division
     pool.deallocate(live[slot]);
     live[slot] = pool.allocate(sizes[k & (sizes.size() - 1)]);
     benchmark::DoNotOptimize(live[slot]);
@@ -120,7 +131,15 @@ void BM_MapVmm(benchmark::State& state) {
   CudaVmmBackend backend;
   map_cost(state, backend, 1 * kGiB);
 }
-BENCHMARK(BM_MapVmm)->Arg(2)->Arg(8)->Arg(32)->Arg(64)->Arg(256)->Arg(1024)->UseManualTime()->Iterations(5)
+BENCHMARK(BM_MapVmm)
+    ->Arg(2)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->UseManualTime()
+    ->Iterations(5)
     ->Unit(benchmark::kMillisecond);
 
 void BM_PoolPairVmm(benchmark::State& state) {
@@ -177,7 +196,8 @@ void BM_CudaMallocAsyncChurn(benchmark::State& state) {
   for (std::size_t i = 0; i < live.size(); ++i) cudaMallocAsync(&live[i], sizes[i], stream);
   std::size_t k = 0;
   for (auto _ : state) {
-    const std::size_t slot = (k * 7919) & (live.size() - 1);  // sizes are powers of two: no division
+    const std::size_t slot =
+        (k * 7919) & (live.size() - 1);  // sizes are powers of two: no division
     cudaFreeAsync(live[slot], stream);
     cudaMallocAsync(&live[slot], sizes[k & (sizes.size() - 1)], stream);
     benchmark::DoNotOptimize(live[slot]);

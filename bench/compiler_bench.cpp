@@ -82,8 +82,8 @@ void run_check_pairs(benchmark::State& state, memplan::arena::PhysicalBackend& b
   compiler.trim();
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kPairs);
   const auto calls = backend.calls() - calls_before;
-  state.counters["memory_calls_per_pair"] = static_cast<double>(calls.memory_calls()) /
-                                            static_cast<double>(state.iterations() * kPairs);
+  state.counters["memory_calls_per_pair"] =
+      static_cast<double>(calls.memory_calls()) / static_cast<double>(state.iterations() * kPairs);
 }
 void BM_CheckModePair(benchmark::State& state) {
   memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
@@ -150,7 +150,9 @@ void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
   }
   std::sort(events.begin(), events.end());
   std::vector<void*> ptr(problem.buffers.size());
-  const auto size_of = [&](std::size_t i) { return static_cast<std::size_t>(problem.buffers[i].size); };
+  const auto size_of = [&](std::size_t i) {
+    return static_cast<std::size_t>(problem.buffers[i].size);
+  };
 
   for (auto _ : state) {
     memplan::arena::CudaVmmBackend backend;
@@ -162,8 +164,10 @@ void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
     for (int s = 0; s < 3; ++s) {
       compiler.begin_step("trace");
       for (const Event& e : events) {
-        if (e.is_alloc) ptr[e.buffer] = compiler.allocate(size_of(e.buffer));
-        else compiler.deallocate(ptr[e.buffer]);
+        if (e.is_alloc)
+          ptr[e.buffer] = compiler.allocate(size_of(e.buffer));
+        else
+          compiler.deallocate(ptr[e.buffer]);
       }
       compiler.end_step();
     }
@@ -190,8 +194,11 @@ void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
     bool ok = true;
     for (int s = 0; s < 3 && ok; ++s) {
       for (const Event& e : events) {
-        if (e.is_alloc) ok &= cudaMallocFromPoolAsync(&ptr[e.buffer], size_of(e.buffer), pool, stream) == cudaSuccess;
-        else ok &= cudaFreeAsync(ptr[e.buffer], stream) == cudaSuccess;
+        if (e.is_alloc)
+          ok &= cudaMallocFromPoolAsync(&ptr[e.buffer], size_of(e.buffer), pool, stream) ==
+                cudaSuccess;
+        else
+          ok &= cudaFreeAsync(ptr[e.buffer], stream) == cudaSuccess;
       }
       ok &= cudaStreamSynchronize(stream) == cudaSuccess;
     }
@@ -211,13 +218,25 @@ void BM_StepPeakBytes(benchmark::State& state, const std::string& trace) {
   }
 }
 BENCHMARK_CAPTURE(BM_StepPeakBytes, resnet50, std::string("/traces/somas/resnet50.csv"))
-    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
+    ->ArgName("chunk_MiB")
+    ->Arg(2)
+    ->Arg(64)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_StepPeakBytes, tiny_bert, std::string("/traces/somas/tiny_bert.csv"))
-    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
+    ->ArgName("chunk_MiB")
+    ->Arg(2)
+    ->Arg(64)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_StepPeakBytes, bert_base, std::string("/traces/somas/bert_base.csv"))
-    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
+    ->ArgName("chunk_MiB")
+    ->Arg(2)
+    ->Arg(64)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_StepPeakBytes, iopddl_G1, std::string("/traces/iopddl/G_1.csv"))
-    ->ArgName("chunk_MiB")->Arg(2)->Arg(64)->Iterations(1);
+    ->ArgName("chunk_MiB")
+    ->Arg(2)
+    ->Arg(64)
+    ->Iterations(1);
 
 // Replayed pairs on the VMM arena: the same fast path, device addresses.
 void BM_ReplayedPairVmm(benchmark::State& state) {

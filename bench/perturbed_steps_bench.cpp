@@ -22,7 +22,8 @@ void BM_PerturbedSteps(benchmark::State& state) {
   options.branch_cap = static_cast<std::size_t>(state.range(0));
   options.over_cap = memplan::OverCapPolicy::Dynamic;
   Harness h(options);
-  PerturbedRunner runner(h, PerturbConfig{.seed = 1, .bases = 4, .menu = 8, .max_perturbations = 3});
+  PerturbedRunner runner(h,
+                         PerturbConfig{.seed = 1, .bases = 4, .menu = 8, .max_perturbations = 3});
   for (auto _ : state) runner.step();
   runner.finish();
   const auto c = runner.counts();

@@ -17,8 +17,8 @@
 
 namespace {
 
-using memplan::plan::Buffer;
 using memplan::Bytes;
+using memplan::plan::Buffer;
 using memplan::plan::Problem;
 using memplan::plan::Solution;
 
@@ -56,8 +56,8 @@ Problem synthetic_problem(std::size_t buffers) {
     Buffer b;
     b.id = std::to_string(i);
     b.lower = start(random);
-    b.upper = std::min(horizon, b.lower + 1 + (is_long(random) ? long_life(random)
-                                                               : short_life(random)));
+    b.upper =
+        std::min(horizon, b.lower + 1 + (is_long(random) ? long_life(random) : short_life(random)));
     b.size = (static_cast<Bytes>(std::exp2(log_size(random))) + 255) / 256 * 256;
     b.alignment = 256;
     problem.buffers.push_back(std::move(b));
@@ -80,7 +80,9 @@ Problem all_live_problem(std::size_t buffers) {
   problem.buffers.reserve(buffers);
   for (std::size_t i = 0; i < buffers; ++i) {
     problem.buffers.push_back(
-        Buffer{.id = std::to_string(i), .lower = 0, .upper = 1,
+        Buffer{.id = std::to_string(i),
+               .lower = 0,
+               .upper = 1,
                .size = (static_cast<Bytes>(std::exp2(log_size(random))) + 255) / 256 * 256,
                .alignment = 256});
   }
@@ -127,8 +129,8 @@ void register_greedy_indexes(const std::filesystem::path& file) {
 void register_traces() {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(MEMPLAN_TEST_DATA_DIR) /
-                                                            "traces")) {
+  for (const auto& entry :
+       fs::recursive_directory_iterator(fs::path(MEMPLAN_TEST_DATA_DIR) / "traces")) {
     if (entry.is_regular_file() && entry.path().extension() == ".csv") files.push_back(entry);
   }
   std::sort(files.begin(), files.end());

@@ -16,8 +16,8 @@ int main() {
   memplan::set_log_level(memplan::LogLevel::Info);
 
   memplan::arena::HostBackend backend;
-  memplan::Compiler compiler(backend, {.reserve_bytes = std::size_t{1} << 30,
-                                       .pool_reserve_bytes = std::size_t{1} << 30});
+  memplan::Compiler compiler(
+      backend, {.reserve_bytes = std::size_t{1} << 30, .pool_reserve_bytes = std::size_t{1} << 30});
 
   void* first_activations = nullptr;
   for (int s = 0; s < 4; ++s) {

@@ -42,8 +42,10 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 
 Time instant(FuzzedDataProvider& data) {
   switch (data.ConsumeIntegralInRange(0, 3)) {
-    case 0: return data.ConsumeIntegralInRange<Time>(0, 32);
-    case 1: return data.ConsumeIntegral<Time>();
+    case 0:
+      return data.ConsumeIntegralInRange<Time>(0, 32);
+    case 1:
+      return data.ConsumeIntegral<Time>();
     default:
       return data.PickValueInArray<Time>(
           {kMin, kMin + 1, -(Time{1} << 62), -1, 0, 1, Time{1} << 62, kMax - 1, kMax});
@@ -52,22 +54,30 @@ Time instant(FuzzedDataProvider& data) {
 
 Bytes byte_count(FuzzedDataProvider& data) {
   switch (data.ConsumeIntegralInRange(0, 5)) {
-    case 0: return data.ConsumeIntegralInRange<Bytes>(0, 64);
-    case 1: return Bytes{1} << data.ConsumeIntegralInRange(0, 62);
+    case 0:
+      return data.ConsumeIntegralInRange<Bytes>(0, 64);
+    case 1:
+      return Bytes{1} << data.ConsumeIntegralInRange(0, 62);
     case 2:
       return (Bytes{1} << data.ConsumeIntegralInRange(1, 62)) + data.ConsumeIntegralInRange(-1, 1);
-    case 3: return data.ConsumeIntegral<Bytes>();
-    case 4: return (Bytes{1} << 52) - data.ConsumeIntegralInRange<Bytes>(0, 64);
-    default: return 8 * data.ConsumeIntegralInRange<Bytes>(0, 512);
+    case 3:
+      return data.ConsumeIntegral<Bytes>();
+    case 4:
+      return (Bytes{1} << 52) - data.ConsumeIntegralInRange<Bytes>(0, 64);
+    default:
+      return 8 * data.ConsumeIntegralInRange<Bytes>(0, 512);
   }
 }
 
 Bytes alignment(FuzzedDataProvider& data) {
   switch (data.ConsumeIntegralInRange(0, 3)) {
     case 0:
-    case 1: return Bytes{1} << data.ConsumeIntegralInRange(0, 12);
-    case 2: return static_cast<Bytes>(std::uint64_t{1} << data.ConsumeIntegralInRange(0, 63));
-    default: return data.ConsumeIntegral<Bytes>();
+    case 1:
+      return Bytes{1} << data.ConsumeIntegralInRange(0, 12);
+    case 2:
+      return static_cast<Bytes>(std::uint64_t{1} << data.ConsumeIntegralInRange(0, 63));
+    default:
+      return data.ConsumeIntegral<Bytes>();
   }
 }
 

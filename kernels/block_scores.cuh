@@ -89,7 +89,7 @@ __device__ __forceinline__ void compute(const uint4* fragments, const float* poo
   const int lane = threadIdx.x % 32;
   const int dim = 4 * (lane % 4);
 
-  auto load = [&](float4 (&k)[kSteps], int first) {
+  auto load = [&](float4(&k)[kSteps], int first) {
     const int key = first + 8 * warp + lane / 4;
     const auto* src =
         reinterpret_cast<const float4*>(pooled_k + static_cast<std::int64_t>(key) * D + dim);

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "memplan/cuda_check.hpp"
 #include "flash_fwd.cuh"
 #include "flash_wgmma.hpp"
+#include "memplan/cuda_check.hpp"
 
 namespace memplan::attention::detail {
 
@@ -22,8 +22,8 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   auto* kernel = &flash_fwd_kernel<D, MT, STAGES>;
   // Above 48 KiB of dynamic shared memory needs an explicit opt-in; it is a host-side attribute,
   // so setting it on every launch is cheap and legal during stream capture.
-  MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          Cfg::kSmemBytes));
+  MEMPLAN_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
   const dim3 grid(static_cast<unsigned>(params.blocks), static_cast<unsigned>(params.heads),
                   static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)) * M_LOG2E);

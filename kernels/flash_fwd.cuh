@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(FlashConfig<D, MT, STAGES>::kThreads)
   // ldmatrix lane roles: lane/8 picks one of four 8x8 matrices, lane%8 the row within it.
   const int a_row = (lane % 8) + ((lane / 8) & 1) * 8;  // A (Q): rows 0-15, chunk +lane/16
   const int a_chunk = lane / 16;
-  const int b_row = (lane % 8) + (lane / 16) * 8;       // B from K: two n-tiles of 8 keys
+  const int b_row = (lane % 8) + (lane / 16) * 8;  // B from K: two n-tiles of 8 keys
   const int b_chunk = (lane / 8) & 1;
   const int v_row = (lane % 8) + ((lane / 8) & 1) * 8;  // B from V (transposed): 16 keys
   const int v_chunk = lane / 16;

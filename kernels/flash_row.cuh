@@ -27,8 +27,8 @@ struct FlashRow {
     count = dense ? p.blocks : listed;
     list = dense ? nullptr : p.kv_idx + row * p.max_k;
     stride = static_cast<std::int64_t>(p.heads) * D;
-    head_offset = static_cast<std::int64_t>(batch) * p.tokens * stride +
-                  static_cast<std::int64_t>(head) * D;
+    head_offset =
+        static_cast<std::int64_t>(batch) * p.tokens * stride + static_cast<std::int64_t>(head) * D;
   }
 
   [[nodiscard]] __device__ int key_block(int i) const {

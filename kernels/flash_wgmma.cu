@@ -21,9 +21,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "memplan/cuda_check.hpp"
 #include "flash_row.cuh"
 #include "flash_wgmma.hpp"
+#include "memplan/cuda_check.hpp"
 #include "mma.cuh"
 #include "wgmma.cuh"
 
@@ -32,8 +32,8 @@ namespace memplan::attention::detail {
 namespace {
 
 constexpr int kD = 128;
-constexpr int kHalfBytes = 64 * 128;            // 64 rows x 64 bf16
-constexpr int kTileBytes = 2 * kHalfBytes;      // 64 rows x 128 bf16
+constexpr int kHalfBytes = 64 * 128;        // 64 rows x 64 bf16
+constexpr int kTileBytes = 2 * kHalfBytes;  // 64 rows x 128 bf16
 
 // GROUPS warpgroups per CTA, each on its own 64-row query block, share one K/V ring of STAGES
 // tiles each (GROUPS > 1 only when every row is dense, so the blocks' key lists agree).
@@ -62,9 +62,9 @@ struct TileLoader {
   static constexpr int kCopies = 64 / kRowStep;
   static_assert(kRowStep % 8 == 0, "rows a thread copies must share their swizzle");
 
-  std::uint32_t dst = 0;   // byte offset of the first chunk in a tile
-  std::int64_t src = 0;    // element offset of the first chunk from a tile's first token
-  std::int64_t step = 0;   // elements between a thread's rows
+  std::uint32_t dst = 0;  // byte offset of the first chunk in a tile
+  std::int64_t src = 0;   // element offset of the first chunk from a tile's first token
+  std::int64_t step = 0;  // elements between a thread's rows
   std::int64_t stride = 0;
   int row = 0;
 
@@ -220,7 +220,8 @@ __global__ void __launch_bounds__(Cfg::kThreads)
 #pragma unroll
   for (int g = 0; g < Cfg::kGroups; ++g) {
     loader.template load<1>({s_base + kTileBytes * g}, {q},
-                   static_cast<std::int64_t>(blockIdx.x * Cfg::kGroups + g) * 64, p.tokens);
+                            static_cast<std::int64_t>(blockIdx.x * Cfg::kGroups + g) * 64,
+                            p.tokens);
   }
 
   // Accumulator layout (per warp, as mma.sync's m16n8 C tiles side by side): element 4j + e is
@@ -234,7 +235,9 @@ __global__ void __launch_bounds__(Cfg::kThreads)
 
   if constexpr (!Cfg::kPipelined) {
     // K and V of block i share stage i % kStages; every stage commits a group, empty or not.
-    auto load_kv = [&](int i) { loader.template load<2>({s_k(i), s_v(i)}, {k, v}, token0(i), p.tokens); };
+    auto load_kv = [&](int i) {
+      loader.template load<2>({s_k(i), s_v(i)}, {k, v}, token0(i), p.tokens);
+    };
 #pragma unroll
     for (int i = 0; i < kStages - 1; ++i) {
       if (i < count) load_kv(i);

@@ -139,9 +139,10 @@ void select_blocks(const AttentionShape& shape, const AttentionPolicy& policy,
     const int size = static_cast<int>(kept.size());
     // A row of every block (sink query, dense mode) reads as dense by its count alone.
     if (size > max_k && size < n) {
-      throw InvalidArgument(fmt::format("attention host selection: query block {} keeps {} key "
-                                        "blocks, more than max_k = {}",
-                                        q_block, size, max_k));
+      throw InvalidArgument(
+          fmt::format("attention host selection: query block {} keeps {} key "
+                      "blocks, more than max_k = {}",
+                      q_block, size, max_k));
     }
     std::copy_n(kept.begin(), std::min(size, max_k),
                 idx.begin() + static_cast<std::ptrdiff_t>(row * max_k));

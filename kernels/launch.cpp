@@ -19,8 +19,8 @@ void check_pointer(const void* ptr, std::size_t alignment, const char* name) {
   if (ptr == nullptr) throw InvalidArgument(fmt::format("attention: {} is null", name));
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
   if (address % alignment != 0) {
-    throw InvalidArgument(fmt::format("attention: {} = {} is not {}-byte aligned", name, ptr,
-                                      alignment));
+    throw InvalidArgument(
+        fmt::format("attention: {} = {} is not {}-byte aligned", name, ptr, alignment));
   }
 }
 
@@ -38,11 +38,12 @@ void check_tensors(const AttentionShape& shape, const AttentionTensors& tensors)
 
 void check_sinks(const AttentionShape& shape, const AttentionPolicy& policy) {
   const int n = shape.blocks();
-  for (const auto& [name, range] : {std::pair{"sink_keys", policy.sink_keys},
-                                    std::pair{"sink_queries", policy.sink_queries}}) {
+  for (const auto& [name, range] :
+       {std::pair{"sink_keys", policy.sink_keys}, std::pair{"sink_queries", policy.sink_queries}}) {
     if (!range.empty() && range.end > n) {
-      throw InvalidArgument(fmt::format("attention: {} = [{}, {}) exceeds the {} blocks of {} tokens",
-                                        name, range.begin, range.end, n, shape.tokens));
+      throw InvalidArgument(
+          fmt::format("attention: {} = [{}, {}) exceeds the {} blocks of {} tokens", name,
+                      range.begin, range.end, n, shape.tokens));
     }
   }
 }
@@ -51,8 +52,8 @@ void check_workspace(const WorkspaceLayout& layout, const void* workspace, std::
   if (layout.bytes == 0) return;
   check_pointer(workspace, kWorkspaceAlignment, "workspace");
   if (size < layout.bytes) {
-    throw InvalidArgument(fmt::format("attention: workspace of {} bytes is smaller than the {} needed",
-                                      size, layout.bytes));
+    throw InvalidArgument(fmt::format(
+        "attention: workspace of {} bytes is smaller than the {} needed", size, layout.bytes));
   }
 }
 
@@ -77,8 +78,8 @@ detail::FlashParams flash_params(const AttentionShape& shape, const AttentionTen
 
 // Selection, assuming every argument was checked.
 void select_unchecked(const AttentionShape& shape, const AttentionTensors& tensors,
-                      const AttentionPolicy& policy, const WorkspaceLayout& layout,
-                      void* workspace, cudaStream_t stream) {
+                      const AttentionPolicy& policy, const WorkspaceLayout& layout, void* workspace,
+                      cudaStream_t stream) {
   detail::PoolParams pool;
   pool.in[0] = tensors.q;
   pool.in[1] = tensors.k;
@@ -133,13 +134,14 @@ void launch_selection(const AttentionShape& shape, const AttentionTensors& tenso
   check_tensors(shape, tensors);
   const WorkspaceLayout layout = workspace_layout(shape, policy);
   if (!traits(policy.mode).selects_blocks()) {
-    throw InvalidArgument(fmt::format("attention: selection needs a sparse mode, not {}",
-                                      to_string(policy.mode)));
+    throw InvalidArgument(
+        fmt::format("attention: selection needs a sparse mode, not {}", to_string(policy.mode)));
   }
   check_sinks(shape, policy);
   check_workspace(layout, workspace, workspace_size);
   if (shape.rows() > INT32_MAX) {
-    throw InvalidArgument(fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
+    throw InvalidArgument(
+        fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
   }
   select_unchecked(shape, tensors, policy, layout, workspace, stream);
 }
@@ -152,8 +154,8 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
     check_pointer(blocks.kv_count, alignof(int), "kv_count");
     check_pointer(blocks.kv_idx, alignof(int), "kv_idx");
     if (blocks.max_k <= 0 || blocks.max_k > shape.blocks()) {
-      throw InvalidArgument(fmt::format("attention: max_k = {} is outside [1, {}]", blocks.max_k,
-                                        shape.blocks()));
+      throw InvalidArgument(
+          fmt::format("attention: max_k = {} is outside [1, {}]", blocks.max_k, shape.blocks()));
     }
   }
   if (coarse != nullptr) check_pointer(coarse, alignof(float), "coarse");
@@ -167,15 +169,16 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
 }
 
 SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensors& tensors,
-                              const AttentionPolicy& policy, double step_fraction,
-                              void* workspace, std::size_t workspace_size, cudaStream_t stream) {
+                              const AttentionPolicy& policy, double step_fraction, void* workspace,
+                              std::size_t workspace_size, cudaStream_t stream) {
   check_tensors(shape, tensors);
   const SparsityMode mode = effective_mode(policy, step_fraction, shape.tokens);
   const WorkspaceLayout layout = workspace_layout(shape, policy);
   check_sinks(shape, policy);
   check_workspace(layout, workspace, workspace_size);
   if (shape.rows() > INT32_MAX) {
-    throw InvalidArgument(fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
+    throw InvalidArgument(
+        fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
   }
 
   detail::FlashParams params = flash_params(shape, tensors);

@@ -16,7 +16,8 @@ void check_percent(const char* name, float value) {
   // A percent of blocks: 0 would select nothing beyond the forced blocks, which is what dense
   // fallback or a tiny value expresses better; NaN compares false everywhere, so test it first.
   if (!std::isfinite(value) || value <= 0.0f || value > 100.0f) {
-    throw InvalidArgument(fmt::format("attention policy: {} = {} is outside (0, 100]", name, value));
+    throw InvalidArgument(
+        fmt::format("attention policy: {} = {} is outside (0, 100]", name, value));
   }
 }
 
@@ -40,9 +41,9 @@ void validate(const AttentionPolicy& policy) {
   check_range("sink_queries", policy.sink_queries);
   if (!(policy.window_start >= 0.0 && policy.window_start <= policy.window_end &&
         policy.window_end <= 1.0)) {
-    throw InvalidArgument(fmt::format(
-        "attention policy: step window [{}, {}] must satisfy 0 <= start <= end <= 1",
-        policy.window_start, policy.window_end));
+    throw InvalidArgument(
+        fmt::format("attention policy: step window [{}, {}] must satisfy 0 <= start <= end <= 1",
+                    policy.window_start, policy.window_end));
   }
   if (policy.min_tokens < 0) {
     throw InvalidArgument(
@@ -62,8 +63,7 @@ SparsityMode effective_mode(const AttentionPolicy& policy, double step_fraction,
         fmt::format("attention: step_fraction = {} is outside [0, 1]", step_fraction));
   }
   // The window is closed at both ends so that the default [0.2, 1.0] includes the last step.
-  const bool in_window =
-      step_fraction >= policy.window_start && step_fraction <= policy.window_end;
+  const bool in_window = step_fraction >= policy.window_start && step_fraction <= policy.window_end;
   if (!in_window || tokens < policy.min_tokens) return SparsityMode::Dense;
   return policy.mode;
 }
@@ -79,14 +79,15 @@ void validate(const AttentionShape& shape) {
   }
   const std::int64_t max_tokens = static_cast<std::int64_t>(kMaxBlocks) * kBlockTokens;
   if (shape.tokens > max_tokens) {
-    throw InvalidArgument(fmt::format("attention: tokens = {} exceeds the supported {}",
-                                      shape.tokens, max_tokens));
+    throw InvalidArgument(
+        fmt::format("attention: tokens = {} exceeds the supported {}", shape.tokens, max_tokens));
   }
   // Grid limits: heads on y; batch times the (up to 3) pooled tensors on z.
   if (shape.batch > 65535 / 3 || shape.heads > 65535) {
-    throw InvalidArgument(fmt::format("attention: batch = {} (max {}) or heads = {} (max 65535) "
-                                      "exceeds the grid limit",
-                                      shape.batch, 65535 / 3, shape.heads));
+    throw InvalidArgument(
+        fmt::format("attention: batch = {} (max {}) or heads = {} (max 65535) "
+                    "exceeds the grid limit",
+                    shape.batch, 65535 / 3, shape.heads));
   }
 }
 

@@ -5,8 +5,8 @@
 // A partial tail block is the mean of its valid tokens only.
 #include <cuda_bf16.h>
 
-#include "memplan/cuda_check.hpp"
 #include "launchers.hpp"
+#include "memplan/cuda_check.hpp"
 
 namespace memplan::attention::detail {
 

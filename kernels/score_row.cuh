@@ -48,10 +48,10 @@ __device__ __forceinline__ float score_of_key(unsigned key) {
 __device__ __forceinline__ float canonical(float score) { return __fadd_rn(score, 0.0f); }
 
 struct Column {
-  int j;         // block index
-  float s;       // score (0 where !valid)
-  bool valid;    // j < n
-  bool forced;   // valid and always kept
+  int j;        // block index
+  float s;      // score (0 where !valid)
+  bool valid;   // j < n
+  bool forced;  // valid and always kept
   [[nodiscard]] __device__ bool candidate() const { return valid && !forced; }
 };
 

@@ -15,9 +15,9 @@
 #include <cstddef>
 
 #include "block_scores.cuh"
-#include "memplan/cuda_check.hpp"
 #include "launchers.hpp"
 #include "memplan/attention/policy.hpp"
+#include "memplan/cuda_check.hpp"
 #include "score_row.cuh"
 #include "topk_cut.cuh"
 
@@ -27,11 +27,11 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
-constexpr int kRowTile = scores::kRows;         // query rows per CTA (fewer when rows are long)
+constexpr int kRowTile = scores::kRows;  // query rows per CTA (fewer when rows are long)
 constexpr int kRowsPerWarp = kRowTile / kWarps;
-constexpr int kSlots = 40;                      // register row: up to 1,280 key blocks
-constexpr int kKeyTile = 64;                    // pooled V rows per shared tile (coarse)
-constexpr int kBins = 256;                      // histogram words per warp (topk_cut.cuh)
+constexpr int kSlots = 40;    // register row: up to 1,280 key blocks
+constexpr int kKeyTile = 64;  // pooled V rows per shared tile (coarse)
+constexpr int kBins = 256;    // histogram words per warp (topk_cut.cuh)
 constexpr std::size_t kSmemLimit = 227 * 1024;
 
 template <int D>
@@ -82,8 +82,7 @@ struct TileLoad {
 // list and count. Every lane of the warp calls it.
 template <typename Row>
 __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row, bool dense_row,
-                                           int candidates, std::int64_t list_row,
-                                           unsigned* hist) {
+                                           int candidates, std::int64_t list_row, unsigned* hist) {
   const int n = row.n;
   const int lane = threadIdx.x % 32;
 
@@ -181,14 +180,12 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
     const bool dense_row = q_block >= p.sink_query_begin && q_block < p.sink_query_end;
     // Candidates = blocks not forced: n minus |diagonal band u sink range|, by interval sizes.
     const int overlap = max(0, min(band_hi, p.sink_key_end) - max(band_lo, p.sink_key_begin));
-    const int candidates =
-        n - (band_hi - band_lo) - (p.sink_key_end - p.sink_key_begin) + overlap;
+    const int candidates = n - (band_hi - band_lo) - (p.sink_key_end - p.sink_key_begin) + overlap;
     if (n <= 32 * kSlots) {
-      select_row(p, RegisterRow<kSlots>(scores, n, forced), dense_row, candidates, list_row,
-                 hist);
+      select_row(p, RegisterRow<kSlots>(scores, n, forced), dense_row, candidates, list_row, hist);
     } else {
-      select_row(p, SharedRow<decltype(forced)>{scores, n, forced}, dense_row, candidates,
-                 list_row, hist);
+      select_row(p, SharedRow<decltype(forced)>{scores, n, forced}, dense_row, candidates, list_row,
+                 hist);
     }
 
     if (p.coarse != nullptr) {  // softmax weights in place of the scores, for step 6
@@ -251,14 +248,13 @@ template <int D>
 void launch(const SelectParams& params, cudaStream_t stream) {
   static_assert(kRowsPerWarp * kWarps == kRowTile, "each warp owns whole rows");
   const std::size_t fixed = fixed_smem_bytes<D>();
-  const std::size_t per_row = 
+  const std::size_t per_row =
       sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks));
   int rows = static_cast<int>((kSmemLimit - fixed) / per_row);
   rows = rows < 1 ? 1 : (rows > kRowTile ? kRowTile : rows);
   const std::size_t smem = fixed + per_row * static_cast<std::size_t>(rows);
-  MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(&select_kernel<D>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(smem)));
+  MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(
+      &select_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   const int heads_total = params.rows / params.blocks;
   const dim3 grid(static_cast<unsigned>((params.blocks + rows - 1) / rows),
                   static_cast<unsigned>(heads_total));

@@ -25,9 +25,12 @@ int percent_of(double percent, int n) {
 int rule_blocks(const AttentionPolicy& policy, int blocks) {
   if (blocks < 1) throw InvalidArgument(fmt::format("attention: a row of {} key blocks", blocks));
   switch (traits(policy.mode).rule) {
-    case SelectionRule::None: return 0;
-    case SelectionRule::Threshold: return percent_of(policy.max_keep_percent, blocks);
-    case SelectionRule::TopK: return percent_of(policy.keep_percent, blocks);
+    case SelectionRule::None:
+      return 0;
+    case SelectionRule::Threshold:
+      return percent_of(policy.max_keep_percent, blocks);
+    case SelectionRule::TopK:
+      return percent_of(policy.keep_percent, blocks);
   }
   return 0;
 }

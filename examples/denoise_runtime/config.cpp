@@ -41,16 +41,21 @@ std::vector<Mode> modes(std::string_view value) {
   while (start <= value.size()) {
     const std::size_t comma = std::min(value.find(',', start), value.size());
     const std::string_view m = value.substr(start, comma - start);
-    if (m == "graphs") out.push_back(Mode::Graphs);
-    else if (m == "eager") out.push_back(Mode::Eager);
-    else if (m == "async" || m == "baseline" || m == "malloc") out.push_back(Mode::Baseline);
-    else throw InvalidArgument(fmt::format("--modes: unknown mode '{}' (graphs, eager, async)", m));
+    if (m == "graphs")
+      out.push_back(Mode::Graphs);
+    else if (m == "eager")
+      out.push_back(Mode::Eager);
+    else if (m == "async" || m == "baseline" || m == "malloc")
+      out.push_back(Mode::Baseline);
+    else
+      throw InvalidArgument(fmt::format("--modes: unknown mode '{}' (graphs, eager, async)", m));
     start = comma + 1;
   }
   return out;
 }
 
-constexpr const char* kHelp = R"(denoise_runtime: a video-DiT-shaped model denoised step by step, its memory served by memplan.
+constexpr const char* kHelp =
+    R"(denoise_runtime: a video-DiT-shaped model denoised step by step, its memory served by memplan.
 
   --device=auto|gpu|cpu     auto: the GPU when one is usable, else the CPU fallback (host backend)
   --preset=compute|launch   GPU shapes: compute-bound (default) or launch-bound (tiny, many blocks)
@@ -85,39 +90,62 @@ bool parse_args(int argc, char** argv, Config& c) {
     }
     given.insert(std::string(name));
     if (name == "device") {
-      if (value == "auto") c.device = Device::Auto;
-      else if (value == "gpu") c.device = Device::Gpu;
-      else if (value == "cpu") c.device = Device::Cpu;
-      else throw InvalidArgument(fmt::format("--device: '{}' (auto, gpu, cpu)", value));
+      if (value == "auto")
+        c.device = Device::Auto;
+      else if (value == "gpu")
+        c.device = Device::Gpu;
+      else if (value == "cpu")
+        c.device = Device::Cpu;
+      else
+        throw InvalidArgument(fmt::format("--device: '{}' (auto, gpu, cpu)", value));
     } else if (name == "preset") {
       if (value != "compute" && value != "launch") {
         throw InvalidArgument(fmt::format("--preset: '{}' (compute, launch)", value));
       }
       c.preset = value;
-    } else if (name == "blocks") c.blocks = number<int>(name, value);
-    else if (name == "tokens") c.tokens = number<std::int64_t>(name, value);
-    else if (name == "heads") c.heads = number<int>(name, value);
-    else if (name == "head-dim") c.head_dim = number<int>(name, value);
-    else if (name == "mlp-ratio") c.mlp_ratio = number<int>(name, value);
-    else if (name == "steps") c.steps = number<int>(name, value);
+    } else if (name == "blocks")
+      c.blocks = number<int>(name, value);
+    else if (name == "tokens")
+      c.tokens = number<std::int64_t>(name, value);
+    else if (name == "heads")
+      c.heads = number<int>(name, value);
+    else if (name == "head-dim")
+      c.head_dim = number<int>(name, value);
+    else if (name == "mlp-ratio")
+      c.mlp_ratio = number<int>(name, value);
+    else if (name == "steps")
+      c.steps = number<int>(name, value);
     else if (name == "window") {
       const auto colon = value.find(':');
-      if (colon == std::string_view::npos) throw InvalidArgument(fmt::format("--window: '{}' is not A:B", value));
+      if (colon == std::string_view::npos)
+        throw InvalidArgument(fmt::format("--window: '{}' is not A:B", value));
       c.window_start = real(name, value.substr(0, colon));
       c.window_end = real(name, value.substr(colon + 1));
-    } else if (name == "second-tokens") c.second_tokens = number<std::int64_t>(name, value);
-    else if (name == "second-steps") c.second_steps = number<int>(name, value);
+    } else if (name == "second-tokens")
+      c.second_tokens = number<std::int64_t>(name, value);
+    else if (name == "second-steps")
+      c.second_steps = number<int>(name, value);
     else if (name == "rope-cache") {
-      if (value == "paused") c.rope = RopeCache::Paused;
-      else if (value == "rogue") c.rope = RopeCache::Rogue;
-      else throw InvalidArgument(fmt::format("--rope-cache: '{}' (paused, rogue)", value));
-    } else if (name == "modes") c.modes = modes(value);
-    else if (name == "seed") c.seed = number<std::uint64_t>(name, value);
-    else if (name == "capture-after") c.capture_after = number<int>(name, value);
-    else if (name == "chunk-mib") c.chunk_mib = number<std::size_t>(name, value);
-    else if (name == "quiet") c.per_step = false;
-    else if (name == "csv") c.csv = value;
-    else throw InvalidArgument(fmt::format("unknown option --{} (see --help)", name));
+      if (value == "paused")
+        c.rope = RopeCache::Paused;
+      else if (value == "rogue")
+        c.rope = RopeCache::Rogue;
+      else
+        throw InvalidArgument(fmt::format("--rope-cache: '{}' (paused, rogue)", value));
+    } else if (name == "modes")
+      c.modes = modes(value);
+    else if (name == "seed")
+      c.seed = number<std::uint64_t>(name, value);
+    else if (name == "capture-after")
+      c.capture_after = number<int>(name, value);
+    else if (name == "chunk-mib")
+      c.chunk_mib = number<std::size_t>(name, value);
+    else if (name == "quiet")
+      c.per_step = false;
+    else if (name == "csv")
+      c.csv = value;
+    else
+      throw InvalidArgument(fmt::format("unknown option --{} (see --help)", name));
   }
   // Shape options the user gave survive apply_preset.
   c.preset_locked = given;
@@ -145,12 +173,14 @@ void apply_preset(Config& c, bool gpu) {
     set("second-tokens", c.second_tokens, std::int64_t{384});
   }
   if (c.blocks < 1 || c.tokens < 64 || c.heads < 1 || c.steps < 2 || c.mlp_ratio < 1) {
-    throw InvalidArgument(fmt::format(
-        "shape: blocks {} (>= 1), tokens {} (>= 64), heads {} (>= 1), steps {} (>= 2), mlp ratio {}",
-        c.blocks, c.tokens, c.heads, c.steps, c.mlp_ratio));
+    throw InvalidArgument(
+        fmt::format("shape: blocks {} (>= 1), tokens {} (>= 64), heads {} (>= 1), steps {} (>= 2), "
+                    "mlp ratio {}",
+                    c.blocks, c.tokens, c.heads, c.steps, c.mlp_ratio));
   }
   if (gpu && c.head_dim != 64 && c.head_dim != 128) {
-    throw InvalidArgument(fmt::format("--head-dim {}: the GPU attention supports 64 and 128", c.head_dim));
+    throw InvalidArgument(
+        fmt::format("--head-dim {}: the GPU attention supports 64 and 128", c.head_dim));
   }
   if (c.head_dim < 2 || c.head_dim % 2 != 0) {
     throw InvalidArgument(fmt::format("--head-dim {}: must be even (rope pairs)", c.head_dim));
@@ -160,16 +190,20 @@ void apply_preset(Config& c, bool gpu) {
                                       c.second_tokens, c.second_steps));
   }
   if (!(c.window_start >= 0 && c.window_start <= c.window_end && c.window_end <= 1)) {
-    throw InvalidArgument(fmt::format("--window {}:{}: need 0 <= A <= B <= 1", c.window_start, c.window_end));
+    throw InvalidArgument(
+        fmt::format("--window {}:{}: need 0 <= A <= B <= 1", c.window_start, c.window_end));
   }
   if (c.chunk_mib < 1) throw InvalidArgument("--chunk-mib must be >= 1");
 }
 
 const char* to_string(Mode mode, bool gpu) {
   switch (mode) {
-    case Mode::Graphs: return "memplan+graphs";
-    case Mode::Eager: return "memplan eager";
-    case Mode::Baseline: return gpu ? "cudaMallocAsync" : "malloc";
+    case Mode::Graphs:
+      return "memplan+graphs";
+    case Mode::Eager:
+      return "memplan eager";
+    case Mode::Baseline:
+      return gpu ? "cudaMallocAsync" : "malloc";
   }
   return "?";
 }

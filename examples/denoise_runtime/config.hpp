@@ -33,7 +33,7 @@ struct Config {
   int capture_after = 2;
   std::size_t chunk_mib = 2;
   bool per_step = true;
-  std::string csv;  // per-step rows, when set
+  std::string csv;                      // per-step rows, when set
   std::set<std::string> preset_locked;  // shape options given on the command line
 
   [[nodiscard]] int hidden() const { return heads * head_dim; }

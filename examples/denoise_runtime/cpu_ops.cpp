@@ -66,11 +66,16 @@ class CpuOps final : public Ops {
     return p;
   }
   void free_fixed(void* p) noexcept override { std::free(p); }
-  void upload(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void download(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
 
   void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool, Stream) override {
-    for (std::int64_t i = 0; i < n; ++i) f(p)[i] = scale * hash_uniform(seed, static_cast<std::uint64_t>(i));
+    for (std::int64_t i = 0; i < n; ++i)
+      f(p)[i] = scale * hash_uniform(seed, static_cast<std::uint64_t>(i));
   }
   void embed(void* h, const float* x, const void* temb, const float* sched, const int* counter,
              std::int64_t tokens, int hidden, Stream) override {
@@ -78,7 +83,8 @@ class CpuOps final : public Ops {
     for (std::int64_t r = 0; r < tokens; ++r)
       for (int c = 0; c < hidden; ++c) f(h)[r * hidden + c] = x[r * hidden + c] + t * f(temb)[c];
   }
-  void rmsnorm(void* out, const void* in, const void* gain, std::int64_t rows, int cols, Stream) override {
+  void rmsnorm(void* out, const void* in, const void* gain, std::int64_t rows, int cols,
+               Stream) override {
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* x = f(in) + r * cols;
       float ss = 0;
@@ -87,7 +93,8 @@ class CpuOps final : public Ops {
       for (int c = 0; c < cols; ++c) f(out)[r * cols + c] = x[c] * inv * f(gain)[c];
     }
   }
-  void gemm(void* out, const void* in, const void* w, std::int64_t m, int k, int n, Stream) override {
+  void gemm(void* out, const void* in, const void* w, std::int64_t m, int k, int n,
+            Stream) override {
     for (std::int64_t i = 0; i < m; ++i) {
       float* o = f(out) + i * n;
       std::fill(o, o + n, 0.0f);
@@ -98,7 +105,8 @@ class CpuOps final : public Ops {
       }
     }
   }
-  void gemm_qkv(void* qkv, const void* in, const void* w, std::int64_t m, int hidden, Stream s) override {
+  void gemm_qkv(void* qkv, const void* in, const void* w, std::int64_t m, int hidden,
+                Stream s) override {
     const std::int64_t mh = m * hidden;
     const std::int64_t hh = static_cast<std::int64_t>(hidden) * hidden;
     for (int p = 0; p < 3; ++p) gemm(f(qkv) + p * mh, in, f(w) + p * hh, m, hidden, hidden, s);
@@ -133,7 +141,8 @@ class CpuOps final : public Ops {
     SparseLayout l;
     if (attn == Attn::Sparse) {
       l = layout(d);
-      if (ws == nullptr || ws_bytes < l.bytes) throw memplan::InvalidArgument("cpu attention: workspace too small");
+      if (ws == nullptr || ws_bytes < l.bytes)
+        throw memplan::InvalidArgument("cpu attention: workspace too small");
       select(q, k, ws, d, l);
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
@@ -148,12 +157,14 @@ class CpuOps final : public Ops {
           list = reinterpret_cast<const int*>(static_cast<std::byte*>(ws) + l.idx) + row * n;
           count = reinterpret_cast<const int*>(static_cast<std::byte*>(ws) + l.count)[row];
         }
-        for (std::int64_t t = qb * kBlock; t < std::min<std::int64_t>(d.tokens, (qb + 1) * kBlock); ++t) {
+        for (std::int64_t t = qb * kBlock; t < std::min<std::int64_t>(d.tokens, (qb + 1) * kBlock);
+             ++t) {
           const float* qr = f(q) + t * stride + hd * d.head_dim;
           scores.clear();
           float mx = -INFINITY;
           for (int li = 0; li < count; ++li)
-            for (std::int64_t u = list[li] * kBlock; u < std::min<std::int64_t>(d.tokens, (list[li] + 1) * kBlock); ++u) {
+            for (std::int64_t u = list[li] * kBlock;
+                 u < std::min<std::int64_t>(d.tokens, (list[li] + 1) * kBlock); ++u) {
               const float* kr = f(k) + u * stride + hd * d.head_dim;
               float dot = 0;
               for (int c = 0; c < d.head_dim; ++c) dot += qr[c] * kr[c];
@@ -164,7 +175,8 @@ class CpuOps final : public Ops {
           float sum = 0;
           std::size_t si = 0;
           for (int li = 0; li < count; ++li)
-            for (std::int64_t u = list[li] * kBlock; u < std::min<std::int64_t>(d.tokens, (list[li] + 1) * kBlock); ++u) {
+            for (std::int64_t u = list[li] * kBlock;
+                 u < std::min<std::int64_t>(d.tokens, (list[li] + 1) * kBlock); ++u) {
               const float p = std::exp(scores[si++] - mx);
               sum += p;
               const float* vr = f(v) + u * stride + hd * d.head_dim;
@@ -184,12 +196,14 @@ class CpuOps final : public Ops {
   void add(void* h, const void* o, std::int64_t n, Stream) override {
     for (std::int64_t i = 0; i < n; ++i) f(h)[i] += o != nullptr ? f(o)[i] : 1.0f;
   }
-  void euler(float* x, const void* v, const float* sched, const int* counter, std::int64_t n, Stream) override {
+  void euler(float* x, const void* v, const float* sched, const int* counter, std::int64_t n,
+             Stream) override {
     const float dt = sched[*counter + 1] - sched[*counter];
     for (std::int64_t i = 0; i < n; ++i) x[i] += dt * f(v)[i];
   }
   void advance(int* counter, Stream) override { ++*counter; }
-  void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden, float a, Stream) override {
+  void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden, float a,
+             Stream) override {
     for (std::int64_t t = 0; t < t2; ++t)
       for (int c = 0; c < hidden; ++c)
         x2[t * hidden + c] = a * x1[(t % t1) * hidden + c] + (1.0f - a) * x2[t * hidden + c];

@@ -68,7 +68,9 @@ class CpuPlatform final : public Platform {
     return std::make_unique<memplan::arena::HostBackend>();
   }
   memplan::capture::StepCapturer& capturer() override { return capturer_; }
-  std::unique_ptr<BaselineMemory> make_baseline() override { return std::make_unique<MallocMemory>(); }
+  std::unique_ptr<BaselineMemory> make_baseline() override {
+    return std::make_unique<MallocMemory>();
+  }
 
  private:
   std::unique_ptr<Ops> ops_ = make_cpu_ops();

@@ -19,8 +19,8 @@ using bf16 = __nv_bfloat16;
 
 void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw memplan::CudaError(std::string(call) + " failed: " + cublasGetStatusString(status) + " (" +
-                             std::to_string(static_cast<int>(status)) + ")");
+    throw memplan::CudaError(std::string(call) + " failed: " + cublasGetStatusString(status) +
+                             " (" + std::to_string(static_cast<int>(status)) + ")");
   }
 }
 
@@ -36,12 +36,15 @@ __device__ float hash_uniform(unsigned long long seed, unsigned long long i) {
   return static_cast<float>(z >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f;
 }
 
-__global__ void fill_kernel(void* p, std::int64_t n, unsigned long long seed, float scale, bool act) {
+__global__ void fill_kernel(void* p, std::int64_t n, unsigned long long seed, float scale,
+                            bool act) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const float v = scale * hash_uniform(seed, static_cast<unsigned long long>(i));
-  if (act) static_cast<bf16*>(p)[i] = __float2bfloat16(v);
-  else static_cast<float*>(p)[i] = v;
+  if (act)
+    static_cast<bf16*>(p)[i] = __float2bfloat16(v);
+  else
+    static_cast<float*>(p)[i] = v;
 }
 
 __global__ void embed_kernel(bf16* h, const float* x, const bf16* temb, const float* sched,
@@ -72,7 +75,8 @@ __global__ void rmsnorm_kernel(bf16* out, const bf16* in, const bf16* gain, int 
   __syncthreads();
   const float inv = rsqrtf(partial[0] / static_cast<float>(cols) + 1e-6f);
   for (int c = static_cast<int>(threadIdx.x); c < cols; c += blockDim.x) {
-    out[row * cols + c] = __float2bfloat16(__bfloat162float(x[c]) * inv * __bfloat162float(gain[c]));
+    out[row * cols + c] =
+        __float2bfloat16(__bfloat162float(x[c]) * inv * __bfloat162float(gain[c]));
   }
 }
 
@@ -162,11 +166,13 @@ class GpuOps final : public Ops {
   }
   void free_fixed(void* p) noexcept override { (void)cudaFree(p); }
   void upload(void* dst, const void* src, std::size_t bytes) override {
-    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync(upload)");
+    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_),
+                        "cudaMemcpyAsync(upload)");
     memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
   void download(void* dst, const void* src, std::size_t bytes) override {
-    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync(download)");
+    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+                        "cudaMemcpyAsync(download)");
     memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 
@@ -177,33 +183,37 @@ class GpuOps final : public Ops {
   void embed(void* h, const float* x, const void* temb, const float* sched, const int* counter,
              std::int64_t tokens, int hidden, Stream s) override {
     const std::int64_t n = tokens * hidden;
-    embed_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(h), x, static_cast<const bf16*>(temb),
-                                             sched, counter, n, hidden);
+    embed_kernel<<<grid(n), 256, 0, on(s)>>>(
+        static_cast<bf16*>(h), x, static_cast<const bf16*>(temb), sched, counter, n, hidden);
     memplan::check_launch("embed_kernel");
   }
-  void rmsnorm(void* out, const void* in, const void* gain, std::int64_t rows, int cols, Stream s) override {
+  void rmsnorm(void* out, const void* in, const void* gain, std::int64_t rows, int cols,
+               Stream s) override {
     rmsnorm_kernel<<<static_cast<unsigned>(rows), 256, 0, on(s)>>>(
-        static_cast<bf16*>(out), static_cast<const bf16*>(in), static_cast<const bf16*>(gain), cols);
+        static_cast<bf16*>(out), static_cast<const bf16*>(in), static_cast<const bf16*>(gain),
+        cols);
     memplan::check_launch("rmsnorm_kernel");
   }
-  void gemm(void* out, const void* in, const void* w, std::int64_t m, int k, int n, Stream s) override {
+  void gemm(void* out, const void* in, const void* w, std::int64_t m, int k, int n,
+            Stream s) override {
     bind(on(s));
     const float alpha = 1.0f, beta = 0.0f;
     // Row-major out[m,n] = in[m,k] w[k,n] is column-major out^T = w^T in^T.
-    check_cublas(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, static_cast<int>(m), k, &alpha, w,
-                       CUDA_R_16BF, n, in, CUDA_R_16BF, k, &beta, out, CUDA_R_16BF, n,
-                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
+    check_cublas(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, static_cast<int>(m), k, &alpha,
+                              w, CUDA_R_16BF, n, in, CUDA_R_16BF, k, &beta, out, CUDA_R_16BF, n,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
   }
-  void gemm_qkv(void* qkv, const void* in, const void* w, std::int64_t m, int hidden, Stream s) override {
+  void gemm_qkv(void* qkv, const void* in, const void* w, std::int64_t m, int hidden,
+                Stream s) override {
     bind(on(s));
     const float alpha = 1.0f, beta = 0.0f;
     const long long hh = static_cast<long long>(hidden) * hidden;
-    check_cublas(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, hidden, static_cast<int>(m),
-                                     hidden, &alpha, w, CUDA_R_16BF, hidden, hh, in, CUDA_R_16BF,
-                                     hidden, 0, &beta, qkv, CUDA_R_16BF, hidden, m * hidden, 3,
-                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmStridedBatchedEx");
+    check_cublas(cublasGemmStridedBatchedEx(
+                     handle_, CUBLAS_OP_N, CUBLAS_OP_N, hidden, static_cast<int>(m), hidden, &alpha,
+                     w, CUDA_R_16BF, hidden, hh, in, CUDA_R_16BF, hidden, 0, &beta, qkv,
+                     CUDA_R_16BF, hidden, m * hidden, 3, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmStridedBatchedEx");
   }
   void rope_table(float* table, std::int64_t tokens, int head_dim, Stream s) override {
     rope_table_kernel<<<grid(tokens * head_dim / 2), 256, 0, on(s)>>>(table, tokens, head_dim);
@@ -215,10 +225,10 @@ class GpuOps final : public Ops {
                                             d.tokens, d.heads, d.head_dim);
     memplan::check_launch("rope_kernel");
   }
-  void attention(void* out, const void* q, const void* k, const void* v, void* ws, std::size_t ws_bytes,
-                 const Dims& d, Attn attn, Stream s) override {
-    (void)memplan::attention::launch_attention(shape(d), {q, k, v, out}, attention_policy(attn), 0.5, ws,
-                                               ws_bytes, on(s));
+  void attention(void* out, const void* q, const void* k, const void* v, void* ws,
+                 std::size_t ws_bytes, const Dims& d, Attn attn, Stream s) override {
+    (void)memplan::attention::launch_attention(shape(d), {q, k, v, out}, attention_policy(attn),
+                                               0.5, ws, ws_bytes, on(s));
   }
   void gelu(void* x, std::int64_t n, Stream s) override {
     gelu_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(x), n);
@@ -228,7 +238,8 @@ class GpuOps final : public Ops {
     add_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(h), static_cast<const bf16*>(o), n);
     memplan::check_launch("add_kernel");
   }
-  void euler(float* x, const void* v, const float* sched, const int* counter, std::int64_t n, Stream s) override {
+  void euler(float* x, const void* v, const float* sched, const int* counter, std::int64_t n,
+             Stream s) override {
     euler_kernel<<<grid(n), 256, 0, on(s)>>>(x, static_cast<const bf16*>(v), sched, counter, n);
     memplan::check_launch("euler_kernel");
   }
@@ -236,7 +247,8 @@ class GpuOps final : public Ops {
     advance_kernel<<<1, 1, 0, on(s)>>>(counter);
     memplan::check_launch("advance_kernel");
   }
-  void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden, float a, Stream s) override {
+  void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden, float a,
+             Stream s) override {
     blend_kernel<<<grid(t2 * hidden), 256, 0, on(s)>>>(x2, x1, t2, t1, hidden, a);
     memplan::check_launch("blend_kernel");
   }
@@ -247,7 +259,9 @@ class GpuOps final : public Ops {
   static memplan::attention::AttentionShape shape(const Dims& d) {
     return {1, d.tokens, d.heads, d.head_dim};
   }
-  cudaStream_t on(Stream s) const { return s.native != nullptr ? static_cast<cudaStream_t>(s.native) : stream_; }
+  cudaStream_t on(Stream s) const {
+    return s.native != nullptr ? static_cast<cudaStream_t>(s.native) : stream_;
+  }
   // cublasSetStream resets the workspace to cuBLAS's own pool, so both are set together, and only
   // when the stream changes (never inside a capture in this runtime: one stream).
   void bind(cudaStream_t stream) {

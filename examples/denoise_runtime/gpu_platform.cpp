@@ -29,17 +29,19 @@ class AsyncMemory final : public BaselineMemory {
     memplan::check_cuda(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
     std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
     memplan::check_cuda(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold),
-          "cudaMemPoolSetAttribute(release threshold)");
+                        "cudaMemPoolSetAttribute(release threshold)");
   }
   ~AsyncMemory() override {
     (void)cudaStreamSynchronize(stream_);
     for (void* p : kept_) (void)cudaFree(p);
-    if (cudaMemPoolDestroy(pool_) != cudaSuccess) fmt::print(stderr, "denoise: cudaMemPoolDestroy failed\n");
+    if (cudaMemPoolDestroy(pool_) != cudaSuccess)
+      fmt::print(stderr, "denoise: cudaMemPoolDestroy failed\n");
   }
   void* alloc(std::size_t bytes, std::string_view) override {
     void* p = nullptr;
     ++calls_;
-    memplan::check_cuda(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_), "cudaMallocFromPoolAsync");
+    memplan::check_cuda(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_),
+                        "cudaMallocFromPoolAsync");
     return p;
   }
   void free(void* p) override {
@@ -60,7 +62,9 @@ class AsyncMemory final : public BaselineMemory {
   }
   void depends_on(const void*) override {}
   void launch(memplan::capture::Launch f) override { f(Stream{stream_}); }
-  std::uint64_t reserved_high_bytes() const override { return attribute(cudaMemPoolAttrReservedMemHigh); }
+  std::uint64_t reserved_high_bytes() const override {
+    return attribute(cudaMemPoolAttrReservedMemHigh);
+  }
   std::uint64_t used_high_bytes() const override { return attribute(cudaMemPoolAttrUsedMemHigh); }
   std::uint64_t calls() const override { return calls_; }
 
@@ -82,8 +86,10 @@ class GpuPlatform final : public Platform {
     memplan::check_cuda(cudaSetDevice(0), "cudaSetDevice");
     cudaDeviceProp prop{};
     memplan::check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    name_ = fmt::format("{} ({} SMs, {} MiB)", prop.name, prop.multiProcessorCount, prop.totalGlobalMem >> 20);
-    memplan::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    name_ = fmt::format("{} ({} SMs, {} MiB)", prop.name, prop.multiProcessorCount,
+                        prop.totalGlobalMem >> 20);
+    memplan::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                        "cudaStreamCreateWithFlags");
     ops_ = make_gpu_ops(stream_);
   }
   ~GpuPlatform() override {
@@ -97,12 +103,16 @@ class GpuPlatform final : public Platform {
   std::string device_name() const override { return name_; }
   Ops& ops() override { return *ops_; }
   Stream stream() override { return Stream{stream_}; }
-  void synchronize() override { memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void synchronize() override {
+    memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
   std::unique_ptr<memplan::arena::PhysicalBackend> make_backend() override {
     return std::make_unique<memplan::arena::CudaVmmBackend>();
   }
   memplan::capture::StepCapturer& capturer() override { return capturer_; }
-  std::unique_ptr<BaselineMemory> make_baseline() override { return std::make_unique<AsyncMemory>(stream_); }
+  std::unique_ptr<BaselineMemory> make_baseline() override {
+    return std::make_unique<AsyncMemory>(stream_);
+  }
 
  private:
   std::string name_;

@@ -22,14 +22,15 @@ int main(int argc, char** argv) {
     bool gpu = config.device == Device::Gpu || (config.device == Device::Auto && gpu_available());
     auto platform = gpu ? make_gpu_platform() : make_cpu_platform();
     apply_preset(config, gpu);
-    fmt::print("denoise_runtime on {} ({}): {} blocks, hidden {}, {} tokens x {} steps{}, window "
-               "{}-{}, rope cache {}\n",
-               platform->device_name(), platform->ops().name(), config.blocks, config.hidden(),
-               config.tokens, config.steps,
-               config.second_tokens != 0
-                   ? fmt::format(", second pass {} tokens x {} steps", config.second_tokens, config.second_steps)
-                   : std::string(),
-               config.window_start, config.window_end, to_string(config.rope));
+    fmt::print(
+        "denoise_runtime on {} ({}): {} blocks, hidden {}, {} tokens x {} steps{}, window "
+        "{}-{}, rope cache {}\n",
+        platform->device_name(), platform->ops().name(), config.blocks, config.hidden(),
+        config.tokens, config.steps,
+        config.second_tokens != 0 ? fmt::format(", second pass {} tokens x {} steps",
+                                                config.second_tokens, config.second_steps)
+                                  : std::string(),
+        config.window_start, config.window_end, to_string(config.rope));
     Model model(config, platform->ops());
     platform->synchronize();
     std::vector<ModeResult> results;

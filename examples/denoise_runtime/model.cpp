@@ -39,7 +39,8 @@ Model::Model(const Config& config, Ops& ops) : config_(config), ops_(ops) {
     p.counter = static_cast<int*>(ops_.alloc_fixed(sizeof(int)));
     fixed_.insert(fixed_.end(), {p.latents, p.sched, p.counter});
     std::vector<float> sched(static_cast<std::size_t>(steps) + 1);
-    for (int i = 0; i <= steps; ++i) sched[i] = t_start * (1.0f - static_cast<float>(i) / static_cast<float>(steps));
+    for (int i = 0; i <= steps; ++i)
+      sched[i] = t_start * (1.0f - static_cast<float>(i) / static_cast<float>(steps));
     ops_.upload(p.sched, sched.data(), sched.size() * 4);
     passes_.push_back(p);
   };
@@ -81,7 +82,7 @@ void Model::seed_from(const Pass& pass, const Pass& previous, Stream s) {
 Attn Model::attention_for(const Pass& pass, int step) const {
   const double fraction = pass.steps > 1 ? static_cast<double>(step) / (pass.steps - 1) : 0.0;
   return fraction >= config_.window_start && fraction <= config_.window_end ? Attn::Sparse
-                                                                             : Attn::Dense;
+                                                                            : Attn::Dense;
 }
 
 void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rope,
@@ -97,7 +98,8 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
   // The rope table of this token count: built once, kept across steps (the field's cache).
   auto& table_slot = rope[t];
   if (table_slot == nullptr) {
-    const std::size_t bytes = static_cast<std::size_t>(t) * static_cast<std::size_t>(d.head_dim) * 4;
+    const std::size_t bytes =
+        static_cast<std::size_t>(t) * static_cast<std::size_t>(d.head_dim) * 4;
     table_slot = mem.alloc_kept(bytes, "rope_freqs", config_.rope == RopeCache::Paused);
     auto* table = static_cast<float*>(table_slot);
     mem.launch([&ops, table, t, d](Stream s) { ops.rope_table(table, t, d.head_dim, s); });
@@ -151,7 +153,8 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
   mem.launch([&ops, nf, hs, t, h, g = final_norm_](Stream s) { ops.rmsnorm(nf, hs, g, t, h, s); });
   mem.free(hs);
   void* vel = mem.alloc(th, "velocity");
-  mem.launch([&ops, vel, nf, t, h, wout = final_out_](Stream s) { ops.gemm(vel, nf, wout, t, h, h, s); });
+  mem.launch(
+      [&ops, vel, nf, t, h, wout = final_out_](Stream s) { ops.gemm(vel, nf, wout, t, h, h, s); });
   mem.free(nf);
   mem.launch([&ops, vel, pass, t, h](Stream s) {
     ops.euler(pass.latents, vel, pass.sched, pass.counter, t * h, s);

@@ -20,8 +20,8 @@ struct BlockWeights {
   void* qkv = nullptr;    // [3][hidden][hidden]
   void* out = nullptr;    // [hidden][hidden]
   void* norm2 = nullptr;
-  void* mlp1 = nullptr;   // [hidden][mlp]
-  void* mlp2 = nullptr;   // [mlp][hidden]
+  void* mlp1 = nullptr;  // [hidden][mlp]
+  void* mlp2 = nullptr;  // [mlp][hidden]
 };
 
 // One sampling pass: its latents, schedule and step counter live in fixed memory.
@@ -54,7 +54,8 @@ class Model {
 
   // One denoise step of `pass` at `step`: every activation and workspace through `mem`.
   // `rope` caches the rope table per token count across steps (kept buffers).
-  void step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rope, StepMemory& mem) const;
+  void step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rope,
+            StepMemory& mem) const;
 
   [[nodiscard]] std::vector<float> read_latents(const Pass& pass) const;
 

@@ -44,7 +44,8 @@ class Ops {
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
 
   // p[i] = uniform in [-scale, scale] from (seed, i); activations (act) or float.
-  virtual void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool act, Stream s) = 0;
+  virtual void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool act,
+                    Stream s) = 0;
   // h = act(x + t * temb[c]), t = sched[*counter]; x float [tokens, hidden].
   virtual void embed(void* h, const float* x, const void* temb, const float* sched,
                      const int* counter, std::int64_t tokens, int hidden, Stream s) = 0;

@@ -22,7 +22,9 @@ double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 class RunnerMemory final : public StepMemory {
  public:
   explicit RunnerMemory(memplan::capture::StepContext& ctx) : ctx_(ctx) {}
-  void* alloc(std::size_t bytes, std::string_view tag) override { return ctx_.allocate(bytes, tag); }
+  void* alloc(std::size_t bytes, std::string_view tag) override {
+    return ctx_.allocate(bytes, tag);
+  }
   void free(void* p) override { ctx_.deallocate(p); }
   void* alloc_kept(std::size_t bytes, std::string_view tag, bool paused) override {
     if (!paused) return ctx_.allocate(bytes, tag);  // live at the step's end: a rogue
@@ -37,11 +39,12 @@ class RunnerMemory final : public StepMemory {
 };
 
 void print_row(const ModeResult& r, const StepRow& row) {
-  fmt::print("[{:<15}] pass {} step {:>2} {:<6} {:<7} host {:>8.3f} ms  step {:>8.3f} ms  breaks {:>2}  "
-             "rogues {:>2}  mapped {:>9.2f} MiB  pool {:>7.2f} MiB  mem calls {}\n",
-             r.name, row.pass, row.step, row.attn == Attn::Sparse ? "sparse" : "dense", row.path,
-             row.host_ms, row.step_ms, row.breaks, row.rogues, static_cast<double>(row.mapped) / (1 << 20),
-             static_cast<double>(row.pool) / (1 << 20), row.mem_calls);
+  fmt::print(
+      "[{:<15}] pass {} step {:>2} {:<6} {:<7} host {:>8.3f} ms  step {:>8.3f} ms  breaks {:>2}  "
+      "rogues {:>2}  mapped {:>9.2f} MiB  pool {:>7.2f} MiB  mem calls {}\n",
+      r.name, row.pass, row.step, row.attn == Attn::Sparse ? "sparse" : "dense", row.path,
+      row.host_ms, row.step_ms, row.breaks, row.rogues, static_cast<double>(row.mapped) / (1 << 20),
+      static_cast<double>(row.pool) / (1 << 20), row.mem_calls);
 }
 
 void prepare(Model& model, std::vector<Pass>& passes, std::size_t p, Stream s) {

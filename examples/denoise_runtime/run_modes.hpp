@@ -18,13 +18,13 @@ struct StepRow {
   int step = 0;
   Attn attn = Attn::Dense;
   std::string_view path = "-";  // eager / capture / graph (memplan modes), "-" for the baseline
-  bool replayed = false;      // memplan: the compiler replayed the whole step
-  double host_ms = 0;         // time to issue the step (the host's part)
-  double step_ms = 0;         // until the stream finished it
-  std::uint64_t breaks = 0;   // cumulative
-  std::uint64_t rogues = 0;   // cumulative
-  std::uint64_t mapped = 0;   // planned arena (memplan) or pool reserved (baseline)
-  std::uint64_t pool = 0;     // persistent pool mapped (memplan)
+  bool replayed = false;        // memplan: the compiler replayed the whole step
+  double host_ms = 0;           // time to issue the step (the host's part)
+  double step_ms = 0;           // until the stream finished it
+  std::uint64_t breaks = 0;     // cumulative
+  std::uint64_t rogues = 0;     // cumulative
+  std::uint64_t mapped = 0;     // planned arena (memplan) or pool reserved (baseline)
+  std::uint64_t pool = 0;       // persistent pool mapped (memplan)
   std::uint64_t mem_calls = 0;  // memory calls made during this step
 };
 
@@ -40,10 +40,11 @@ struct ModeResult {
   std::uint64_t steps_replayed = 0;
   std::uint64_t captures = 0, graph_launches = 0, invalidations = 0;
   std::uint64_t replayed_step_mem_calls = 0;  // memory calls summed over replayed steps
-  std::string report;               // the compiler's report (memplan modes)
+  std::string report;                         // the compiler's report (memplan modes)
 };
 
-[[nodiscard]] ModeResult run_mode(Mode mode, const Config& config, Platform& platform, Model& model);
+[[nodiscard]] ModeResult run_mode(Mode mode, const Config& config, Platform& platform,
+                                  Model& model);
 
 [[nodiscard]] double median(std::vector<double> values);
 

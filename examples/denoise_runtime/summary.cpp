@@ -12,7 +12,9 @@
 namespace denoise {
 namespace {
 
-std::string mib(std::uint64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20)); }
+std::string mib(std::uint64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20));
+}
 
 }  // namespace
 
@@ -31,7 +33,8 @@ OutputCheck compare_outputs(const std::vector<ModeResult>& results) {
     if (std::memcmp(other.data(), ref.data(), ref.size() * sizeof(float)) != 0) c.bitwise = false;
     for (std::size_t i = 0; i < ref.size(); ++i) {
       const double d = std::fabs(static_cast<double>(other[i]) - ref[i]);
-      if (!(d <= c.max_abs_diff)) c.max_abs_diff = std::isnan(d) ? INFINITY : std::max(c.max_abs_diff, d);
+      if (!(d <= c.max_abs_diff))
+        c.max_abs_diff = std::isnan(d) ? INFINITY : std::max(c.max_abs_diff, d);
     }
   }
   c.within_tolerance = c.bitwise || c.max_abs_diff <= 1e-2 * std::max(1.0, c.max_abs);
@@ -40,15 +43,18 @@ OutputCheck compare_outputs(const std::vector<ModeResult>& results) {
 
 void print_summary(const Config& config, const std::vector<ModeResult>& results,
                    const OutputCheck& check, bool gpu) {
-  fmt::print("\n== summary: {} blocks, {} tokens{}, {} heads x {}, {} + {} steps, window {}-{}, "
-             "rope cache {} ==\n",
-             config.blocks, config.tokens,
-             config.second_tokens != 0 ? fmt::format(" then {}", config.second_tokens) : std::string(),
-             config.heads, config.head_dim, config.steps, config.second_tokens != 0 ? config.second_steps : 0,
-             config.window_start, config.window_end, to_string(config.rope));
-  fmt::print("| mode | median host ms/step | median step ms | peak step memory MiB | planned MiB | "
-             "lower bound MiB | breaks | rogues | branches | captures | graph launches | "
-             "invalidations | memory calls in replayed steps |\n");
+  fmt::print(
+      "\n== summary: {} blocks, {} tokens{}, {} heads x {}, {} + {} steps, window {}-{}, "
+      "rope cache {} ==\n",
+      config.blocks, config.tokens,
+      config.second_tokens != 0 ? fmt::format(" then {}", config.second_tokens) : std::string(),
+      config.heads, config.head_dim, config.steps,
+      config.second_tokens != 0 ? config.second_steps : 0, config.window_start, config.window_end,
+      to_string(config.rope));
+  fmt::print(
+      "| mode | median host ms/step | median step ms | peak step memory MiB | planned MiB | "
+      "lower bound MiB | breaks | rogues | branches | captures | graph launches | "
+      "invalidations | memory calls in replayed steps |\n");
   fmt::print("| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |\n");
   for (const ModeResult& r : results) {
     std::vector<double> host, step;
@@ -57,27 +63,31 @@ void print_summary(const Config& config, const std::vector<ModeResult>& results,
       step.push_back(row.step_ms);
     }
     const bool base = r.mode == Mode::Baseline;
-    fmt::print("| {} | {:.3f} | {:.3f} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name,
-               median(host), median(step), mib(r.peak_bytes), base ? "-" : mib(r.planned_bytes),
-               base ? fmt::format("{} (live high)", mib(r.lower_bound)) : mib(r.lower_bound),
-               base ? "-" : std::to_string(r.breaks), base ? "-" : std::to_string(r.rogues),
-               base ? "-" : std::to_string(r.branches), r.mode == Mode::Graphs ? std::to_string(r.captures) : "-",
-               r.mode == Mode::Graphs ? std::to_string(r.graph_launches) : "-",
-               r.mode == Mode::Graphs ? std::to_string(r.invalidations) : "-", r.replayed_step_mem_calls);
+    fmt::print(
+        "| {} | {:.3f} | {:.3f} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name,
+        median(host), median(step), mib(r.peak_bytes), base ? "-" : mib(r.planned_bytes),
+        base ? fmt::format("{} (live high)", mib(r.lower_bound)) : mib(r.lower_bound),
+        base ? "-" : std::to_string(r.breaks), base ? "-" : std::to_string(r.rogues),
+        base ? "-" : std::to_string(r.branches),
+        r.mode == Mode::Graphs ? std::to_string(r.captures) : "-",
+        r.mode == Mode::Graphs ? std::to_string(r.graph_launches) : "-",
+        r.mode == Mode::Graphs ? std::to_string(r.invalidations) : "-", r.replayed_step_mem_calls);
   }
-  fmt::print("(peak step memory: memplan = physical memory mapped for the planned arena; {} = "
-             "{}; memory calls: {} in replayed steps)\n",
-             gpu ? "cudaMallocAsync" : "malloc",
-             gpu ? "the pool's reserved high-water mark, lower bound column = its used high-water mark"
-                 : "the live-bytes high-water mark",
-             gpu ? "CUDA VMM driver calls (memplan) or cudaMallocAsync/cudaFreeAsync calls (async)"
-                 : "host backend calls (memplan) or malloc/free calls");
+  fmt::print(
+      "(peak step memory: memplan = physical memory mapped for the planned arena; {} = "
+      "{}; memory calls: {} in replayed steps)\n",
+      gpu ? "cudaMallocAsync" : "malloc",
+      gpu ? "the pool's reserved high-water mark, lower bound column = its used high-water mark"
+          : "the live-bytes high-water mark",
+      gpu ? "CUDA VMM driver calls (memplan) or cudaMallocAsync/cudaFreeAsync calls (async)"
+          : "host backend calls (memplan) or malloc/free calls");
   if (results.size() > 1) {
     if (check.bitwise) {
       fmt::print("outputs: the {} modes' final latents are bitwise equal\n", results.size());
     } else {
-      fmt::print("outputs: max |difference| {:.3g} (largest |latent| {:.3g}): {}\n", check.max_abs_diff,
-                 check.max_abs, check.within_tolerance ? "within bf16 tolerance" : "MISMATCH");
+      fmt::print("outputs: max |difference| {:.3g} (largest |latent| {:.3g}): {}\n",
+                 check.max_abs_diff, check.max_abs,
+                 check.within_tolerance ? "within bf16 tolerance" : "MISMATCH");
     }
   }
 }
@@ -85,13 +95,14 @@ void print_summary(const Config& config, const std::vector<ModeResult>& results,
 void write_csv(const std::string& path, const std::vector<ModeResult>& results) {
   std::ofstream out(path);
   if (!out) throw memplan::Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  out << "mode,pass,step,attention,path,replayed,host_ms,step_ms,breaks,rogues,mapped_bytes,pool_bytes,memory_calls\n";
+  out << "mode,pass,step,attention,path,replayed,host_ms,step_ms,breaks,rogues,mapped_bytes,pool_"
+         "bytes,memory_calls\n";
   for (const ModeResult& r : results)
     for (const StepRow& row : r.rows)
-      out << fmt::format("{},{},{},{},{},{},{:.4f},{:.4f},{},{},{},{},{}\n", r.name, row.pass, row.step,
-                         row.attn == Attn::Sparse ? "sparse" : "dense", row.path, row.replayed ? 1 : 0,
-                         row.host_ms, row.step_ms, row.breaks, row.rogues, row.mapped, row.pool,
-                         row.mem_calls);
+      out << fmt::format("{},{},{},{},{},{},{:.4f},{:.4f},{},{},{},{},{}\n", r.name, row.pass,
+                         row.step, row.attn == Attn::Sparse ? "sparse" : "dense", row.path,
+                         row.replayed ? 1 : 0, row.host_ms, row.step_ms, row.breaks, row.rogues,
+                         row.mapped, row.pool, row.mem_calls);
 }
 
 }  // namespace denoise

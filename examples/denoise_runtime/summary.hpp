@@ -10,9 +10,9 @@
 namespace denoise {
 
 struct OutputCheck {
-  bool bitwise = true;     // every mode's latents equal the first mode's, bit for bit
+  bool bitwise = true;  // every mode's latents equal the first mode's, bit for bit
   double max_abs_diff = 0;
-  double max_abs = 0;      // the largest |latent|, for scale
+  double max_abs = 0;            // the largest |latent|, for scale
   bool within_tolerance = true;  // max_abs_diff <= 1e-2 * max(1, max_abs) (bf16 rounding)
 };
 

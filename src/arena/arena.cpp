@@ -2,8 +2,8 @@
 #include "memplan/arena/arena.hpp"
 
 #include "bytes.hpp"
-#include "memplan/error.hpp"
 #include "core/log.hpp"
+#include "memplan/error.hpp"
 
 #include <fmt/format.h>
 
@@ -57,16 +57,18 @@ void Arena::reserve(std::size_t bytes) {
   if (base_ != nullptr)
     throw InvalidState(fmt::format("arena '{}': reserve() is once; {} are already reserved",
                                    options_.name, pretty_bytes(reserved_)));
-  if (bytes == 0) throw InvalidArgument(fmt::format("arena '{}': reserve of zero bytes", options_.name));
+  if (bytes == 0)
+    throw InvalidArgument(fmt::format("arena '{}': reserve of zero bytes", options_.name));
   if (bytes > kMaxReserveBytes)
-    throw InvalidArgument(fmt::format("arena '{}': absurd reserve of {} (more than {})", options_.name,
-                                      pretty_bytes(bytes), pretty_bytes(kMaxReserveBytes)));
+    throw InvalidArgument(fmt::format("arena '{}': absurd reserve of {} (more than {})",
+                                      options_.name, pretty_bytes(bytes),
+                                      pretty_bytes(kMaxReserveBytes)));
   const std::size_t rounded = align_up(bytes, chunk_);
   try {
     base_ = backend_.reserve_va(rounded);
   } catch (const OutOfMemory& e) {
-    throw OutOfMemory(fmt::format("arena '{}': cannot reserve {} of address space: {}", options_.name,
-                                  pretty_bytes(rounded), e.what()));
+    throw OutOfMemory(fmt::format("arena '{}': cannot reserve {} of address space: {}",
+                                  options_.name, pretty_bytes(rounded), e.what()));
   }
   reserved_ = rounded;
   logger().debug("arena '{}': reserved {} at {} ({} backend, chunks of {})", options_.name,
@@ -83,9 +85,11 @@ void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
       throw InvalidArgument(fmt::format("arena '{}': absurd range of {} at offset {} to map",
                                         options_.name, pretty_bytes(r.bytes), r.offset));
     top = std::max(top, r.offset + r.bytes);
-    if (r.offset + r.bytes > reserved_) throw_oom(r.offset + r.bytes, "the request exceeds the reserved address range");
+    if (r.offset + r.bytes > reserved_)
+      throw_oom(r.offset + r.bytes, "the request exceeds the reserved address range");
     if (r.bytes == 0) continue;
-    for (std::size_t i = r.offset / chunk_; i < align_up(r.offset + r.bytes, chunk_) / chunk_; ++i) {
+    for (std::size_t i = r.offset / chunk_; i < align_up(r.offset + r.bytes, chunk_) / chunk_;
+         ++i) {
       if (!slots_.contains(i)) wanted.push_back(i);
     }
   }
@@ -206,10 +210,11 @@ void Arena::throw_oom(std::size_t requested, const char* why) {
   } catch (const std::exception&) {
     // The message is what matters; the free count is best effort.
   }
-  throw OutOfMemory(fmt::format(
-      "arena '{}': out of memory: requested {}, mapped {}, reserved {}, free {} ({} backend, chunks of {}): {}",
-      options_.name, pretty_bytes(requested), pretty_bytes(mapped_), pretty_bytes(reserved_), free_text,
-      backend_.name(), pretty_bytes(chunk_), why));
+  throw OutOfMemory(
+      fmt::format("arena '{}': out of memory: requested {}, mapped {}, reserved {}, free {} ({} "
+                  "backend, chunks of {}): {}",
+                  options_.name, pretty_bytes(requested), pretty_bytes(mapped_),
+                  pretty_bytes(reserved_), free_text, backend_.name(), pretty_bytes(chunk_), why));
 }
 
 }  // namespace memplan::arena

@@ -2,10 +2,10 @@
 #include "memplan/arena/check_heap.hpp"
 
 #include "bytes.hpp"
+#include "core/log.hpp"
 #include "memplan/arena/arena.hpp"
 #include "memplan/arena/pointer_errors.hpp"
 #include "memplan/error.hpp"
-#include "core/log.hpp"
 
 #include <fmt/format.h>
 
@@ -22,12 +22,19 @@ void* as_pointer(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
 
 std::string_view to_string(CheckRegion region) noexcept {
   switch (region) {
-    case CheckRegion::Outside: return "outside the check heap";
-    case CheckRegion::Gap: return "a gap between allocations (never mapped)";
-    case CheckRegion::Unused: return "addresses not handed out yet (never mapped)";
-    case CheckRegion::Live: return "the pages of a live allocation";
-    case CheckRegion::Freed: return "the pages of a freed allocation, still mapped and poisoned until its streams pass the free";
-    case CheckRegion::Released: return "the pages of a freed allocation, unmapped";
+    case CheckRegion::Outside:
+      return "outside the check heap";
+    case CheckRegion::Gap:
+      return "a gap between allocations (never mapped)";
+    case CheckRegion::Unused:
+      return "addresses not handed out yet (never mapped)";
+    case CheckRegion::Live:
+      return "the pages of a live allocation";
+    case CheckRegion::Freed:
+      return "the pages of a freed allocation, still mapped and poisoned until its streams pass "
+             "the free";
+    case CheckRegion::Released:
+      return "the pages of a freed allocation, unmapped";
   }
   return "?";
 }
@@ -35,22 +42,22 @@ std::string_view to_string(CheckRegion region) noexcept {
 CheckHeap::CheckHeap(PhysicalBackend& backend, CheckHeapOptions options)
     : backend_(backend), options_(std::move(options)), granularity_(backend.granularity()) {
   if (options_.reserve_bytes == 0 || options_.reserve_bytes > kMaxReserveBytes) {
-    throw InvalidArgument(fmt::format("{}: reserve of {} is outside [1 B, {}]",
-                                      options_.name, pretty_bytes(options_.reserve_bytes),
+    throw InvalidArgument(fmt::format("{}: reserve of {} is outside [1 B, {}]", options_.name,
+                                      pretty_bytes(options_.reserve_bytes),
                                       pretty_bytes(kMaxReserveBytes)));
   }
   reserved_ = align_up(options_.reserve_bytes, granularity_);
   try {
     base_ = reinterpret_cast<std::uintptr_t>(backend_.reserve_va(reserved_));
   } catch (const OutOfMemory& e) {
-    throw OutOfMemory(fmt::format("{}: cannot reserve {} of address space: {}",
-                                  options_.name, pretty_bytes(reserved_), e.what()));
+    throw OutOfMemory(fmt::format("{}: cannot reserve {} of address space: {}", options_.name,
+                                  pretty_bytes(reserved_), e.what()));
   }
   next_ = base_ + (options_.guard_gaps ? granularity_ : 0);
   used_end_ = base_;
-  logger().info("{}: reserved {} at {} ({} backend, pages of {}, guard gaps {})",
-                options_.name, pretty_bytes(reserved_), base(), backend_.name(),
-                pretty_bytes(granularity_), options_.guard_gaps ? "on" : "off");
+  logger().info("{}: reserved {} at {} ({} backend, pages of {}, guard gaps {})", options_.name,
+                pretty_bytes(reserved_), base(), backend_.name(), pretty_bytes(granularity_),
+                options_.guard_gaps ? "on" : "off");
 }
 
 CheckHeap::~CheckHeap() {
@@ -75,10 +82,12 @@ CheckHeap::~CheckHeap() {
     try {
       release(slot);
     } catch (const std::exception& e) {
-      logger().error("{}: releasing {} at destruction: {}", options_.name, as_pointer(slot.begin), e.what());
+      logger().error("{}: releasing {} at destruction: {}", options_.name, as_pointer(slot.begin),
+                     e.what());
     }
   }
-  for (const PendingFree& f : pending_) spare_fences_.insert(spare_fences_.end(), f.fences.begin(), f.fences.end());
+  for (const PendingFree& f : pending_)
+    spare_fences_.insert(spare_fences_.end(), f.fences.begin(), f.fences.end());
   for (const FenceHandle fence : spare_fences_) {
     try {
       backend_.destroy_fence(fence);
@@ -95,8 +104,8 @@ CheckHeap::~CheckHeap() {
 
 void* CheckHeap::allocate(std::size_t bytes, std::size_t alignment, StreamRef stream) {
   if (bytes == 0 || bytes > kMaxReserveBytes) {
-    throw InvalidArgument(fmt::format("{}: allocation of {} B is outside [1, {}]",
-                                      options_.name, bytes, kMaxReserveBytes));
+    throw InvalidArgument(fmt::format("{}: allocation of {} B is outside [1, {}]", options_.name,
+                                      bytes, kMaxReserveBytes));
   }
   if (!std::has_single_bit(alignment) || alignment > kMaxReserveBytes) {
     throw InvalidArgument(fmt::format("{}: alignment {} is not a power of two up to {}",
@@ -141,7 +150,8 @@ void* CheckHeap::allocate(std::size_t bytes, std::size_t alignment, StreamRef st
     undo();
     throw;
   }
-  const Slot& slot = slots_.emplace_back(Slot{begin, span, begin + span - padded, chunk, State::Live});
+  const Slot& slot =
+      slots_.emplace_back(Slot{begin, span, begin + span - padded, chunk, State::Live});
   next_ = begin + span + (options_.guard_gaps ? granularity_ : 0);
   used_end_ = begin + span;
   ++live_;
@@ -162,8 +172,8 @@ void CheckHeap::deallocate(void* p, StreamRef stream) {
         options_.name, p, as_pointer(found->user), static_cast<std::ptrdiff_t>(a - found->user)));
   }
   if (found->state != State::Live) {
-    throw DoubleFree(fmt::format("{}: deallocate {}: freed already (now {})", options_.name,
-                                 p, to_string(region_of(p))));
+    throw DoubleFree(fmt::format("{}: deallocate {}: freed already (now {})", options_.name, p,
+                                 to_string(region_of(p))));
   }
   Slot& slot = slots_[static_cast<std::size_t>(found - slots_.data())];
   add_user(stream);
@@ -171,7 +181,8 @@ void CheckHeap::deallocate(void* p, StreamRef stream) {
   free.fences.reserve(users_.size());
   pending_.emplace_back();  // room first: nothing below may fail after the fences are recorded
   try {
-    if (options_.fill_on_free) backend_.fill(as_pointer(slot.begin), slot.span, *options_.fill_on_free, stream);
+    if (options_.fill_on_free)
+      backend_.fill(as_pointer(slot.begin), slot.span, *options_.fill_on_free, stream);
     for (const StreamRef user : users_) {
       free.fences.push_back(take_fence(user));
       backend_.record_fence(free.fences.back(), user);
@@ -292,9 +303,12 @@ CheckRegion CheckHeap::region_of(const void* p) const noexcept {
   const Slot* s = slot_at(a);
   if (s == nullptr) return CheckRegion::Gap;
   switch (s->state) {
-    case State::Live: return CheckRegion::Live;
-    case State::Freed: return CheckRegion::Freed;
-    case State::Released: return CheckRegion::Released;
+    case State::Live:
+      return CheckRegion::Live;
+    case State::Freed:
+      return CheckRegion::Freed;
+    case State::Released:
+      return CheckRegion::Released;
   }
   return CheckRegion::Gap;
 }

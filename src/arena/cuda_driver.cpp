@@ -10,7 +10,8 @@
 namespace memplan::arena::detail {
 namespace {
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
 
 struct Loaded {
   CudaDriver driver;
@@ -23,10 +24,11 @@ void resolve(GetProcAddress get_proc, const char* symbol, Fn& fn) {
   CUdriverProcAddressQueryResult status{};
   const CUresult r = get_proc(symbol, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);
   if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || p == nullptr)
-    throw CudaError(fmt::format("CUDA driver not available: cuGetProcAddress(\"{}\") failed (CUresult {}, "
-                                "status {}); the driver may be older than CUDA {}.{}",
-                                symbol, static_cast<int>(r), static_cast<int>(status), CUDA_VERSION / 1000,
-                                CUDA_VERSION % 1000 / 10));
+    throw CudaError(
+        fmt::format("CUDA driver not available: cuGetProcAddress(\"{}\") failed (CUresult {}, "
+                    "status {}); the driver may be older than CUDA {}.{}",
+                    symbol, static_cast<int>(r), static_cast<int>(status), CUDA_VERSION / 1000,
+                    CUDA_VERSION % 1000 / 10));
   fn = reinterpret_cast<Fn>(p);
 }
 
@@ -42,7 +44,9 @@ Loaded load() {
     }
     auto get_proc = reinterpret_cast<GetProcAddress>(::dlsym(lib, "cuGetProcAddress_v2"));
     if (get_proc == nullptr)
-      throw CudaError("CUDA driver not available: libcuda.so.1 has no cuGetProcAddress_v2 (driver older than 12.0)");
+      throw CudaError(
+          "CUDA driver not available: libcuda.so.1 has no cuGetProcAddress_v2 (driver older than "
+          "12.0)");
     CudaDriver& d = out.driver;
     resolve(get_proc, "cuGetErrorName", d.GetErrorName);
     resolve(get_proc, "cuInit", d.Init);
@@ -99,7 +103,8 @@ void CudaDriver::check(CUresult result, const char* call) const {
   if (result == CUDA_SUCCESS) return;
   const char* name = nullptr;
   if (GetErrorName(result, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown CUresult";
-  const std::string message = fmt::format("{} failed: {} ({})", call, name, static_cast<int>(result));
+  const std::string message =
+      fmt::format("{} failed: {} ({})", call, name, static_cast<int>(result));
   if (result == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemory(message);
   throw CudaError(message);
 }

@@ -2,9 +2,9 @@
 // CUresult; CUDA_ERROR_OUT_OF_MEMORY becomes OutOfMemory so the arena can add its numbers.
 #include "memplan/arena/cuda_vmm_backend.hpp"
 
+#include "core/log.hpp"
 #include "cuda_driver.hpp"
 #include "memplan/error.hpp"
-#include "core/log.hpp"
 
 #include <fmt/format.h>
 
@@ -37,7 +37,8 @@ CudaVmmBackend::CudaVmmBackend(CudaVmmOptions options) : options_(options) {
   int count = 0;
   d.check(d.DeviceGetCount(&count), "cuDeviceGetCount");
   if (options_.device < 0 || options_.device >= count)
-    throw InvalidArgument(fmt::format("cuda-vmm backend: device {} does not exist ({} devices)", options_.device, count));
+    throw InvalidArgument(fmt::format("cuda-vmm backend: device {} does not exist ({} devices)",
+                                      options_.device, count));
   CUdevice dev = 0;
   d.check(d.DeviceGet(&dev, options_.device), "cuDeviceGet");
   CUcontext ctx = nullptr;
@@ -61,7 +62,8 @@ CudaVmmBackend::~CudaVmmBackend() {
     d.check(d.DeviceGet(&dev, options_.device), "cuDeviceGet");
     d.check(d.DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
   } catch (const std::exception& e) {
-    logger().error("cuda-vmm backend: releasing the primary context of device {}: {}", options_.device, e.what());
+    logger().error("cuda-vmm backend: releasing the primary context of device {}: {}",
+                   options_.device, e.what());
   }
 }
 
@@ -69,7 +71,8 @@ void CudaVmmBackend::bind() const {
   const CudaDriver& d = CudaDriver::get();
   CUcontext current = nullptr;
   d.check(d.CtxGetCurrent(&current), "cuCtxGetCurrent");
-  if (current == nullptr) d.check(d.CtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
+  if (current == nullptr)
+    d.check(d.CtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
 }
 
 void* CudaVmmBackend::do_reserve_va(std::size_t bytes) {
@@ -101,7 +104,8 @@ void CudaVmmBackend::do_release_chunk(ChunkHandle chunk) {
 
 void CudaVmmBackend::do_map(void* va, std::size_t bytes, ChunkHandle chunk) {
   const CudaDriver& d = CudaDriver::get();
-  d.check(d.MemMap(dptr(va), bytes, 0, static_cast<CUmemGenericAllocationHandle>(chunk), 0), "cuMemMap");
+  d.check(d.MemMap(dptr(va), bytes, 0, static_cast<CUmemGenericAllocationHandle>(chunk), 0),
+          "cuMemMap");
 }
 
 void CudaVmmBackend::do_set_access(void* va, std::size_t bytes) {
@@ -128,7 +132,8 @@ FenceHandle CudaVmmBackend::do_create_fence(StreamRef) {
 
 void CudaVmmBackend::do_record_fence(FenceHandle fence, StreamRef stream) {
   const CudaDriver& d = CudaDriver::get();
-  d.check(d.EventRecord(reinterpret_cast<CUevent>(fence), static_cast<CUstream>(stream.native)), "cuEventRecord");
+  d.check(d.EventRecord(reinterpret_cast<CUevent>(fence), static_cast<CUstream>(stream.native)),
+          "cuEventRecord");
 }
 
 void CudaVmmBackend::do_wait_fence(FenceHandle fence) {

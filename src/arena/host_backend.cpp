@@ -10,18 +10,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
-#include <fmt/format.h>
 #include <system_error>
 
 namespace memplan::arena {
 namespace {
 
 [[noreturn]] void throw_errno(const char* call, std::size_t bytes, int err) {
-  const std::string message = fmt::format("host backend: {} of {} failed: {}", call,
-                                          detail::pretty_bytes(bytes),
-                                          std::error_code(err, std::generic_category()).message());
+  const std::string message =
+      fmt::format("host backend: {} of {} failed: {}", call, detail::pretty_bytes(bytes),
+                  std::error_code(err, std::generic_category()).message());
   if (err == ENOMEM || err == ENOSPC) throw OutOfMemory(message);
   throw Error(message);
 }
@@ -81,8 +81,8 @@ void HostBackend::do_set_access(void* va, std::size_t bytes) {
 
 void HostBackend::do_unmap(void* va, std::size_t bytes) {
   // Put the reservation back in one step, so no other mapping can land in the hole.
-  void* got = ::mmap(va, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-                     -1, 0);
+  void* got =
+      ::mmap(va, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   if (got == MAP_FAILED) throw_errno("mmap(PROT_NONE) unmap", bytes, errno);
 }
 

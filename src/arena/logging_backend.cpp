@@ -59,7 +59,8 @@ bool LoggingBackend::do_fence_passed(FenceHandle fence) {
   return passed;
 }
 void LoggingBackend::do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) {
-  logger().debug("{}: fill({}, {}, {:#010x}, stream {})", name(), va, bytes, pattern, stream.native);
+  logger().debug("{}: fill({}, {}, {:#010x}, stream {})", name(), va, bytes, pattern,
+                 stream.native);
   upstream().fill(va, bytes, pattern, stream);
 }
 std::size_t LoggingBackend::do_free_bytes() {

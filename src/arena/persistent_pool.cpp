@@ -3,9 +3,9 @@
 #include "memplan/arena/persistent_pool.hpp"
 
 #include "bytes.hpp"
+#include "core/log.hpp"
 #include "memplan/arena/pointer_errors.hpp"
 #include "memplan/error.hpp"
-#include "core/log.hpp"
 
 #include <fmt/format.h>
 
@@ -17,7 +17,8 @@ using detail::kNone;
 using detail::pretty_bytes;
 
 PersistentPool::PersistentPool(PhysicalBackend& backend, PoolOptions options)
-    : arena_(backend, options.reserve_bytes, ArenaOptions{options.chunk_bytes, std::move(options.name)}),
+    : arena_(backend, options.reserve_bytes,
+             ArenaOptions{options.chunk_bytes, std::move(options.name)}),
       base_(reinterpret_cast<std::uintptr_t>(arena_.base())) {}
 
 PersistentPool::~PersistentPool() {
@@ -79,7 +80,7 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
   const std::uint64_t start = base_ + blocks_[b].offset;
   const std::uint64_t pad = align_up(start, alignment) - start;
   if (pad == 0) return take(b, size);
-  free_.remove(blocks_, b);  // before its size changes: the lists file blocks by size
+  free_.remove(blocks_, b);              // before its size changes: the lists file blocks by size
   split(b, pad, blocks_[b].size - pad);  // the aligned rest becomes a free block of its own
   const std::uint32_t aligned = blocks_[b].next_phys;
   free_.insert(blocks_, b);  // the padding
@@ -126,41 +127,48 @@ PoolStats PersistentPool::stats() const {
 
 std::uint32_t PersistentPool::block_containing(std::uint64_t offset) const noexcept {
   for (std::uint32_t b = top_; b != kNone; b = blocks_[b].prev_phys)
-    if (blocks_[b].offset <= offset) return offset < blocks_[b].offset + blocks_[b].size ? b : kNone;
+    if (blocks_[b].offset <= offset)
+      return offset < blocks_[b].offset + blocks_[b].size ? b : kNone;
   return kNone;
 }
 
 void PersistentPool::throw_bad_size(std::size_t bytes) const {
   if (bytes == 0) throw InvalidArgument(fmt::format("{}: allocation of zero bytes", arena_.name()));
-  throw InvalidArgument(fmt::format("{}: absurd allocation size {} (more than {}; a negative size?)",
-                                    arena_.name(), pretty_bytes(bytes), pretty_bytes(kMaxRequestBytes)));
+  throw InvalidArgument(
+      fmt::format("{}: absurd allocation size {} (more than {}; a negative size?)", arena_.name(),
+                  pretty_bytes(bytes), pretty_bytes(kMaxRequestBytes)));
 }
 
 void PersistentPool::throw_bad_pointer(const void* p) const {
   const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(p) - base_;
   if (offset >= arena_.reserved_bytes())
     throw ForeignPointer(fmt::format("{}: pointer {} is not from this pool (it spans {} from {})",
-                                     arena_.name(), p, pretty_bytes(arena_.reserved_bytes()), arena_.base()));
+                                     arena_.name(), p, pretty_bytes(arena_.reserved_bytes()),
+                                     arena_.base()));
   const std::uint32_t b = block_containing(offset);
   if (b == kNone)
-    throw ForeignPointer(fmt::format("{}: pointer {} (offset {}) is in the pool's address range but "
-                                     "outside its mapped memory",
-                                     arena_.name(), p, offset));
+    throw ForeignPointer(
+        fmt::format("{}: pointer {} (offset {}) is in the pool's address range but "
+                    "outside its mapped memory",
+                    arena_.name(), p, offset));
   if (blocks_[b].free())
-    throw DoubleFree(fmt::format("{}: pointer {} (offset {}) lies in free memory: freed twice (or never "
-                                 "allocated)",
-                                 arena_.name(), p, offset));
-  throw ForeignPointer(fmt::format("{}: pointer {} (offset {}) is inside the allocation at offset {} of {}, "
-                                   "not its start",
-                                   arena_.name(), p, offset, blocks_[b].offset, pretty_bytes(blocks_[b].size)));
+    throw DoubleFree(
+        fmt::format("{}: pointer {} (offset {}) lies in free memory: freed twice (or never "
+                    "allocated)",
+                    arena_.name(), p, offset));
+  throw ForeignPointer(
+      fmt::format("{}: pointer {} (offset {}) is inside the allocation at offset {} of {}, "
+                  "not its start",
+                  arena_.name(), p, offset, blocks_[b].offset, pretty_bytes(blocks_[b].size)));
 }
 
 void PersistentPool::throw_oom(std::size_t requested, const std::string& cause) {
-  throw OutOfMemory(fmt::format("{}: out of memory: requested {}, mapped {}, reserved {}, free in pool {} "
-                                "(largest block {}): {}",
-                                arena_.name(), pretty_bytes(requested), pretty_bytes(arena_.mapped_bytes()),
-                                pretty_bytes(arena_.reserved_bytes()), pretty_bytes(arena_.mapped_bytes() - allocated_),
-                                pretty_bytes(free_.largest(blocks_)), cause));
+  throw OutOfMemory(fmt::format(
+      "{}: out of memory: requested {}, mapped {}, reserved {}, free in pool {} "
+      "(largest block {}): {}",
+      arena_.name(), pretty_bytes(requested), pretty_bytes(arena_.mapped_bytes()),
+      pretty_bytes(arena_.reserved_bytes()), pretty_bytes(arena_.mapped_bytes() - allocated_),
+      pretty_bytes(free_.largest(blocks_)), cause));
 }
 
 }  // namespace memplan::arena

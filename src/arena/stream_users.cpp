@@ -1,7 +1,7 @@
 #include "memplan/arena/stream_users.hpp"
 
-#include "memplan/error.hpp"
 #include "core/log.hpp"
+#include "memplan/error.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,8 @@ StreamUsers::~StreamUsers() {
     try {
       backend_.destroy_fence(u.fence);
     } catch (const std::exception& e) {
-      logger().error("stream users: destroying the fence of stream {}: {}", u.stream.native, e.what());
+      logger().error("stream users: destroying the fence of stream {}: {}", u.stream.native,
+                     e.what());
     }
   }
 }
@@ -26,8 +27,8 @@ void StreamUsers::add(StreamRef stream) {
 }
 
 void StreamUsers::remove(StreamRef stream) {
-  const auto it = std::find_if(users_.begin(), users_.end(),
-                               [&](const User& u) { return u.stream == stream; });
+  const auto it =
+      std::find_if(users_.begin(), users_.end(), [&](const User& u) { return u.stream == stream; });
   if (it == users_.end())
     throw InvalidArgument(fmt::format("stream {} is not a registered user", stream.native));
   backend_.record_fence(it->fence, it->stream);
@@ -43,7 +44,8 @@ void StreamUsers::wait_all() {
 }
 
 bool StreamUsers::contains(StreamRef stream) const noexcept {
-  return std::any_of(users_.begin(), users_.end(), [&](const User& u) { return u.stream == stream; });
+  return std::any_of(users_.begin(), users_.end(),
+                     [&](const User& u) { return u.stream == stream; });
 }
 
 }  // namespace memplan::arena

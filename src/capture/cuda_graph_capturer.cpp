@@ -4,10 +4,10 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include "core/log.hpp"
 #include "memplan/capture/cuda_graph_capturer.hpp"
 #include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
-#include "core/log.hpp"
 
 namespace memplan::capture {
 namespace {
@@ -45,10 +45,11 @@ struct GraphOwner {
 }  // namespace
 
 std::unique_ptr<CapturedStep> CudaGraphCapturer::capture(StreamRef stream,
-                                                      std::span<const Launch> launches) {
+                                                         std::span<const Launch> launches) {
   if (stream.native == nullptr) {
-    throw InvalidArgument("CUDA graph capture: the legacy default stream cannot be captured; "
-                          "pass a created stream");
+    throw InvalidArgument(
+        "CUDA graph capture: the legacy default stream cannot be captured; "
+        "pass a created stream");
   }
   auto* s = static_cast<cudaStream_t>(stream.native);
   check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");

@@ -24,7 +24,7 @@ class HostCapturedStep final : public CapturedStep {
 }  // namespace
 
 std::unique_ptr<CapturedStep> HostStepCapturer::capture(StreamRef /*stream*/,
-                                                      std::span<const Launch> launches) {
+                                                        std::span<const Launch> launches) {
   return std::make_unique<HostCapturedStep>(std::vector<Launch>(launches.begin(), launches.end()));
 }
 

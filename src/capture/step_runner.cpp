@@ -10,9 +10,12 @@ namespace memplan::capture {
 
 std::string_view to_string(StepPath path) noexcept {
   switch (path) {
-    case StepPath::Eager: return "eager";
-    case StepPath::Captured: return "capture";
-    case StepPath::Graph: return "graph";
+    case StepPath::Eager:
+      return "eager";
+    case StepPath::Captured:
+      return "capture";
+    case StepPath::Graph:
+      return "graph";
   }
   return "?";
 }

@@ -20,7 +20,9 @@ static_assert(static_cast<int>(LogLevel::Trace) == spdlog::level::trace);
 static_assert(static_cast<int>(LogLevel::Warn) == spdlog::level::warn);
 static_assert(static_cast<int>(LogLevel::Off) == spdlog::level::off);
 
-spdlog::level::level_enum to_spdlog(LogLevel level) { return static_cast<spdlog::level::level_enum>(level); }
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+  return static_cast<spdlog::level::level_enum>(level);
+}
 LogLevel from_spdlog(spdlog::level::level_enum level) { return static_cast<LogLevel>(level); }
 
 class SwitchableSink final : public spdlog::sinks::base_sink<std::mutex> {

@@ -104,8 +104,8 @@ SearchOutcome CanonicalSearch::search(Part part, Bytes last_offset, int last_ran
     const std::size_t mark = trail_.size();
     const bool split = place(v, offset);
     if (changed_sections_fit()) {
-      const SearchOutcome below = split ? search_parts(part, offset, rank_[at(v)])
-                                        : search(part, offset, rank_[at(v)]);
+      const SearchOutcome below =
+          split ? search_parts(part, offset, rank_[at(v)]) : search(part, offset, rank_[at(v)]);
       if (below == SearchOutcome::Found) {
         outcome = below;  // keep the placement: the caller reads it
         break;

@@ -84,20 +84,20 @@ class CanonicalSearch {
   std::int64_t nodes_ = 0;
   bool deadline_passed_ = false;
 
-  std::vector<Bytes> offset_;      // per buffer; kUnplaced until placed
-  std::vector<Bytes> lowest_;      // per buffer: lowest offset above its placed neighbours
-  std::vector<Bytes> floor_;       // per section: no unplaced member can start below it
-  std::vector<Bytes> remaining_;   // per section: total size of its unplaced members
-  std::vector<Bytes> crossings_;   // per boundary: unplaced buffers crossing it
+  std::vector<Bytes> offset_;     // per buffer; kUnplaced until placed
+  std::vector<Bytes> lowest_;     // per buffer: lowest offset above its placed neighbours
+  std::vector<Bytes> floor_;      // per section: no unplaced member can start below it
+  std::vector<Bytes> remaining_;  // per section: total size of its unplaced members
+  std::vector<Bytes> crossings_;  // per boundary: unplaced buffers crossing it
   std::vector<Change> trail_;
-  std::vector<int> pool_;          // stack of Part member lists
-  std::vector<Part> parts_;        // stack of parts being solved one after another
-  std::vector<int> candidates_;    // stack of each node's branching choices
-  int changed_first_ = 0;          // sections the last placement changed: a contiguous run
+  std::vector<int> pool_;        // stack of Part member lists
+  std::vector<Part> parts_;      // stack of parts being solved one after another
+  std::vector<int> candidates_;  // stack of each node's branching choices
+  int changed_first_ = 0;        // sections the last placement changed: a contiguous run
   int changed_last_ = 0;
-  std::vector<int> segment_of_;    // scratch: section -> segment when splitting
+  std::vector<int> segment_of_;         // scratch: section -> segment when splitting
   std::vector<std::int64_t> failures_;  // per section: prunes it caused in this run
-  std::vector<int> witness_;       // per section: a member last found low enough (a hint)
+  std::vector<int> witness_;            // per section: a member last found low enough (a hint)
 };
 
 }  // namespace memplan::plan::detail

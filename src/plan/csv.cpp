@@ -65,8 +65,10 @@ std::string shown(std::string_view text) {
   std::size_t used = 0;
   for (; used < text.size() && out.size() <= kShown; ++used) {
     const auto byte = static_cast<unsigned char>(text[used]);
-    if (is_control(text[used]) || byte > 0x7f) out += fmt::format("\\x{:02x}", byte);
-    else out += text[used];
+    if (is_control(text[used]) || byte > 0x7f)
+      out += fmt::format("\\x{:02x}", byte);
+    else
+      out += text[used];
   }
   return out + (used < text.size() ? "...'" : "'");
 }
@@ -82,9 +84,8 @@ std::vector<Cell> split(std::string_view line) {
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = line.find(',', start);
-    const std::string_view raw = line.substr(start, comma == std::string_view::npos
-                                                        ? std::string_view::npos
-                                                        : comma - start);
+    const std::string_view raw = line.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     const std::size_t first_char = raw.find_first_not_of(" \t");
     const std::size_t lead = first_char == std::string_view::npos ? 0 : first_char;
     cells.push_back({trim(raw), start + lead + 1});
@@ -116,8 +117,7 @@ class Reader {
     }
     check_ids_unique(read);
     if (!have_header_) {
-      fail(std::max<std::size_t>(line_no_, 1), 1,
-           "no header line (expected id,lower,upper,size)");
+      fail(std::max<std::size_t>(line_no_, 1), 1, "no header line (expected id,lower,upper,size)");
     }
     check_whole_problem(read);
     return read;
@@ -220,9 +220,9 @@ class Reader {
         case kId:
           if (cell.text.empty()) fail(line_no_, cell.column, "empty id");
           if (cell.text.front() == '#') {
-            fail(line_no_, cell.column,
-                 fmt::format("id {} starts with '#', which marks a comment line",
-                             shown(cell.text)));
+            fail(
+                line_no_, cell.column,
+                fmt::format("id {} starts with '#', which marks a comment line", shown(cell.text)));
           }
           if (const auto control = std::find_if(cell.text.begin(), cell.text.end(), is_control);
               control != cell.text.end()) {
@@ -232,15 +232,26 @@ class Reader {
           }
           b.id = std::string(cell.text);
           break;
-        case kLower: b.lower = integer(cell, field); break;
-        case kUpper: b.upper = integer(cell, field); break;
-        case kSize: b.size = integer(cell, field); break;
-        case kAlignment: b.alignment = integer(cell, field); break;
-        case kOffset:
-          if (options_.offsets_are_fixed) b.fixed_offset = integer(cell, field);
-          else (void)integer(cell, field);
+        case kLower:
+          b.lower = integer(cell, field);
           break;
-        default: break;
+        case kUpper:
+          b.upper = integer(cell, field);
+          break;
+        case kSize:
+          b.size = integer(cell, field);
+          break;
+        case kAlignment:
+          b.alignment = integer(cell, field);
+          break;
+        case kOffset:
+          if (options_.offsets_are_fixed)
+            b.fixed_offset = integer(cell, field);
+          else
+            (void)integer(cell, field);
+          break;
+        default:
+          break;
       }
     }
     check_values(b, column);

@@ -57,13 +57,17 @@ std::vector<std::vector<int>> branching_ranks(const SearchModel& model) {
       return key(keys[static_cast<std::size_t>(a)]) > key(keys[static_cast<std::size_t>(b)]);
     });
     std::vector<int> rank(n);
-    for (std::size_t r = 0; r < n; ++r) rank[static_cast<std::size_t>(order[r])] = static_cast<int>(r);
+    for (std::size_t r = 0; r < n; ++r)
+      rank[static_cast<std::size_t>(order[r])] = static_cast<int>(r);
     return rank;
   };
   return {
-      rank_by([](const auto& k) { return std::tuple(std::get<0>(k), std::get<1>(k), std::get<2>(k)); }),
-      rank_by([](const auto& k) { return std::tuple(std::get<2>(k), std::get<1>(k), std::get<0>(k)); }),
-      rank_by([](const auto& k) { return std::tuple(std::get<2>(k), std::get<0>(k), std::get<1>(k)); }),
+      rank_by(
+          [](const auto& k) { return std::tuple(std::get<0>(k), std::get<1>(k), std::get<2>(k)); }),
+      rank_by(
+          [](const auto& k) { return std::tuple(std::get<2>(k), std::get<1>(k), std::get<0>(k)); }),
+      rank_by(
+          [](const auto& k) { return std::tuple(std::get<2>(k), std::get<0>(k), std::get<1>(k)); }),
   };
 }
 
@@ -77,7 +81,8 @@ class CapacityOracle {
         learned_(model_, ranks_[1]),
         search_(model_) {
     for (const Buffer& b : problem.buffers) {
-      if (b.occupies() && b.fixed_offset) fixed_top_ = std::max(fixed_top_, *b.fixed_offset + b.size);
+      if (b.occupies() && b.fixed_offset)
+        fixed_top_ = std::max(fixed_top_, *b.fixed_offset + b.size);
     }
   }
 
@@ -129,7 +134,7 @@ class CapacityOracle {
   const Problem& problem_;
   SearchModel model_;
   std::vector<std::vector<int>> ranks_;
-  detail::LearnedOrder learned_;  // ties broken by TAW
+  detail::LearnedOrder learned_;          // ties broken by TAW
   double learned_limit_ = kLearnedFirst;  // node limit of the next learned restart
   CanonicalSearch search_;
   Bytes fixed_top_ = 0;  // highest byte a fixed-offset buffer reaches
@@ -203,8 +208,8 @@ ExactResult exact_search(const Problem& problem, std::span<const Bytes> seed, By
   return result;
 }
 
-CapacityResult solve_at_capacity(const Problem& problem, Bytes capacity,
-                                 Clock::time_point deadline, std::int64_t node_limit) {
+CapacityResult solve_at_capacity(const Problem& problem, Bytes capacity, Clock::time_point deadline,
+                                 std::int64_t node_limit) {
   check_problem(problem);
   if (capacity > kMaxArenaBytes) {
     throw InvalidArgument(fmt::format("capacity {} is above the largest arena supported, {} B",

@@ -35,9 +35,7 @@ class GapFit {
     return false;
   }
 
-  [[nodiscard]] Bytes offset() const {
-    return best_ >= 0 ? best_ : align_up(cursor_, alignment_);
-  }
+  [[nodiscard]] Bytes offset() const { return best_ >= 0 ? best_ : align_up(cursor_, alignment_); }
 
  private:
   Bytes size_;

@@ -58,7 +58,8 @@ GreedyIndex choose_index(std::span<const std::int64_t> degrees) {
   for (const std::int64_t d : degrees) widest = std::max(widest, d);
   const auto n = static_cast<double>(degrees.size());
   const double sort_cost = entries * std::log2(static_cast<double>(widest) + 1) * kScanAdvantage;
-  return n * n < sort_cost || entries > kMaxOverlapEntries ? GreedyIndex::Scan : GreedyIndex::Overlaps;
+  return n * n < sort_cost || entries > kMaxOverlapEntries ? GreedyIndex::Scan
+                                                           : GreedyIndex::Overlaps;
 }
 
 // The occupying buffers in start order: a buffer's neighbours then sit at nearby indices, so
@@ -83,8 +84,9 @@ GreedyContext::GreedyContext(const Problem& problem, GreedyIndex index)
       lifetimes_(lifetimes_of(problem, occupying_)),
       degrees_(overlap_degrees(lifetimes_)),
       requested_(index),
-      generic_(index == GreedyIndex::Overlaps || index == GreedyIndex::Scan ? index
-                                                                         : choose_index(degrees_)) {
+      generic_(index == GreedyIndex::Overlaps || index == GreedyIndex::Scan
+                   ? index
+                   : choose_index(degrees_)) {
   check_buffers(problem);  // the sums below, and every run's, rely on its limits
   // No offset a run picks exceeds the obstacles' top plus every size and alignment pad.
   double reach = 0;
@@ -94,14 +96,14 @@ GreedyContext::GreedyContext(const Problem& problem, GreedyIndex index)
   }
   const std::int64_t widest =
       degrees_.empty() ? 0 : *std::max_element(degrees_.begin(), degrees_.end());
-  packable_ = reach < std::ldexp(1.0, 63 - kPositionBits) &&
-              widest < (std::int64_t{1} << kPositionBits);
+  packable_ =
+      reach < std::ldexp(1.0, 63 - kPositionBits) && widest < (std::int64_t{1} << kPositionBits);
 }
 
 GreedyIndex GreedyContext::index_for(GreedyOrder order) const {
   if (requested_ == GreedyIndex::Sweep && order != GreedyOrder::Start) {
-    throw InvalidArgument(fmt::format("GreedyIndex::Sweep serves the start order only, not {}",
-                                      to_string(order)));
+    throw InvalidArgument(
+        fmt::format("GreedyIndex::Sweep serves the start order only, not {}", to_string(order)));
   }
   if (order == GreedyOrder::Start &&
       (requested_ == GreedyIndex::Auto || requested_ == GreedyIndex::Sweep)) {
@@ -151,7 +153,7 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
   span_.assign(occupying_.size(), {kUnplaced, kUnplaced});
   stop_ = {};
   if (index_for(order) == GreedyIndex::Sweep) {
-      if (!sweep_) sweep_.emplace(problem_, occupying_);
+    if (!sweep_) sweep_.emplace(problem_, occupying_);
     const RunEnd end = sweep_->run(fit, give_up_above, deadline, span_);
     stop_ = sweep_->stop();
     return end;
@@ -206,10 +208,10 @@ std::string GreedyContext::describe_stop(GreedyOrder order, Fit fit) const {
   const auto v = static_cast<std::size_t>(stop_.buffer);
   const std::size_t i = occupying_[v];
   const Buffer& b = problem_.buffers[i];
-  return fmt::format("greedy:{}/{} would place buffer {} (id '{}', size {}, alignment {}, "
-                     "lifetime [{}, {})) to end at {} B",
-                     to_string(order), to_string(fit), i, b.id, b.size, b.alignment, b.lower,
-                     b.upper, stop_.top);
+  return fmt::format(
+      "greedy:{}/{} would place buffer {} (id '{}', size {}, alignment {}, "
+      "lifetime [{}, {})) to end at {} B",
+      to_string(order), to_string(fit), i, b.id, b.size, b.alignment, b.lower, b.upper, stop_.top);
 }
 
 // Descending by a primary key, then by a secondary one; the problem's order breaks ties. The
@@ -226,11 +228,16 @@ void GreedyContext::sort_by(GreedyOrder order, std::vector<int>& free) const {
     });
   };
   switch (order) {
-    case GreedyOrder::Size: return sort_descending(k.size, k.length);
-    case GreedyOrder::Length: return sort_descending(k.length, k.size);
-    case GreedyOrder::Area: return sort_descending(k.area, k.size);
-    case GreedyOrder::Conflicts: return sort_descending(degrees_, k.size);
-    case GreedyOrder::Pressure: return sort_descending(k.pressure, k.size);
+    case GreedyOrder::Size:
+      return sort_descending(k.size, k.length);
+    case GreedyOrder::Length:
+      return sort_descending(k.length, k.size);
+    case GreedyOrder::Area:
+      return sort_descending(k.area, k.size);
+    case GreedyOrder::Conflicts:
+      return sort_descending(degrees_, k.size);
+    case GreedyOrder::Pressure:
+      return sort_descending(k.pressure, k.size);
     case GreedyOrder::Start: {
       std::vector<Time> later_first(k.start.size());
       std::transform(k.start.begin(), k.start.end(), later_first.begin(),
@@ -270,8 +277,7 @@ void GreedyContext::place_by_overlaps(int v, GapFit& gap) {
     for (const int u : overlaps_->neighbours(v)) {
       const auto [begin, end] = span_[static_cast<std::size_t>(u)];
       if (begin == kUnplaced) continue;
-      taken_keys_.push_back(static_cast<std::uint64_t>(begin) << kPositionBits |
-                            taken_end_.size());
+      taken_keys_.push_back(static_cast<std::uint64_t>(begin) << kPositionBits | taken_end_.size());
       taken_end_.push_back(end);
     }
     std::sort(taken_keys_.begin(), taken_keys_.end());
@@ -299,12 +305,18 @@ void GreedyContext::place_by_overlaps(int v, GapFit& gap) {
 
 std::string_view to_string(GreedyOrder order) noexcept {
   switch (order) {
-    case GreedyOrder::Size: return "size";
-    case GreedyOrder::Length: return "length";
-    case GreedyOrder::Area: return "area";
-    case GreedyOrder::Conflicts: return "conflicts";
-    case GreedyOrder::Pressure: return "pressure";
-    case GreedyOrder::Start: return "start";
+    case GreedyOrder::Size:
+      return "size";
+    case GreedyOrder::Length:
+      return "length";
+    case GreedyOrder::Area:
+      return "area";
+    case GreedyOrder::Conflicts:
+      return "conflicts";
+    case GreedyOrder::Pressure:
+      return "pressure";
+    case GreedyOrder::Start:
+      return "start";
   }
   return "unknown";
 }
@@ -313,8 +325,8 @@ std::string_view to_string(Fit fit) noexcept { return fit == Fit::Best ? "best-f
 
 GreedyPlan greedy_plan(const Problem& problem, GreedyOrder order, Fit fit, GreedyIndex index) {
   detail::GreedyContext context(problem, index);
-  const detail::RunEnd end = context.run(order, fit, kMaxArenaBytes,
-                                         detail::GreedyContext::Clock::time_point::max());
+  const detail::RunEnd end =
+      context.run(order, fit, kMaxArenaBytes, detail::GreedyContext::Clock::time_point::max());
   if (end != detail::RunEnd::Done) {
     throw InvalidArgument(fmt::format("no plan fits the largest arena supported, {} B: {}",
                                       kMaxArenaBytes, context.describe_stop(order, fit)));

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "overlap_index.hpp"
 #include "memplan/plan/greedy.hpp"
+#include "overlap_index.hpp"
 #include "placed_by_offset.hpp"
 #include "sweep_greedy.hpp"
 
@@ -63,16 +63,16 @@ class GreedyContext {
   const Problem& problem_;
   std::vector<std::size_t> occupying_;  // local index -> problem index, in start order
   std::vector<Lifetime> lifetimes_;
-  std::vector<std::int64_t> degrees_;   // overlapping buffers of each
+  std::vector<std::int64_t> degrees_;  // overlapping buffers of each
   GreedyIndex requested_;
-  GreedyIndex generic_;                 // Overlaps or Scan: the index of the other orders
+  GreedyIndex generic_;  // Overlaps or Scan: the index of the other orders
   std::optional<OrderKeys> keys_;
   std::optional<OverlapIndex> overlaps_;  // Overlaps index only
   std::optional<SweepGreedy> sweep_;
-  PlacedByOffset by_offset_;            // Scan index only
+  PlacedByOffset by_offset_;                   // Scan index only
   std::vector<std::pair<Bytes, Bytes>> span_;  // per buffer: [offset, top), kUnplaced before
   RunStop stop_;
-  bool packable_ = false;  // offsets and degrees small enough for taken_keys_
+  bool packable_ = false;                       // offsets and degrees small enough for taken_keys_
   std::vector<std::pair<Bytes, Bytes>> taken_;  // scratch: [begin, end) of placed neighbours
   std::vector<std::uint64_t> taken_keys_;       // scratch: begin << kPositionBits | position
   std::vector<Bytes> taken_end_;                // scratch: ends, by position

@@ -21,9 +21,8 @@ using detail::GreedyContext;
 using detail::RunEnd;
 using Strategy = std::pair<GreedyOrder, Fit>;
 
-constexpr GreedyOrder kOrders[] = {GreedyOrder::Size,      GreedyOrder::Pressure,
-                                   GreedyOrder::Area,      GreedyOrder::Length,
-                                   GreedyOrder::Conflicts, GreedyOrder::Start};
+constexpr GreedyOrder kOrders[] = {GreedyOrder::Size,   GreedyOrder::Pressure,  GreedyOrder::Area,
+                                   GreedyOrder::Length, GreedyOrder::Conflicts, GreedyOrder::Start};
 constexpr Fit kFits[] = {Fit::Best, Fit::First};
 
 // On expensive problems the portfolio keeps to the orders that win most often (size and

@@ -14,8 +14,8 @@
 
 #include <map>
 #include <memory_resource>
-#include <span>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "gap_fit.hpp"

@@ -44,8 +44,7 @@ namespace {
 // Calls visit(earlier, later) once for every overlapping pair; false if the deadline came first.
 template <typename Visit>
 bool sweep_pairs(std::span<const Lifetime> lifetimes, std::span<const int> by_start,
-                 std::vector<int>& alive, OverlapIndex::Clock::time_point deadline,
-                 Visit&& visit) {
+                 std::vector<int>& alive, OverlapIndex::Clock::time_point deadline, Visit&& visit) {
   const bool timed = deadline != OverlapIndex::Clock::time_point::max();
   alive.clear();
   std::size_t visited = 0;

@@ -41,7 +41,7 @@ class OverlapIndex {
   // Stops building at `deadline` (checked every thousand vertices), leaving the graph
   // incomplete: only complete graphs may be used.
   explicit OverlapIndex(std::span<const Lifetime> lifetimes,
-                         Clock::time_point deadline = Clock::time_point::max());
+                        Clock::time_point deadline = Clock::time_point::max());
 
   [[nodiscard]] bool complete() const { return complete_; }
   [[nodiscard]] std::span<const int> neighbours(int vertex) const {

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "checked_problem.hpp"
-#include "memplan/error.hpp"
 #include "core/log.hpp"
+#include "memplan/error.hpp"
 #include "memplan/plan/exact.hpp"
 #include "memplan/plan/greedy.hpp"
 #include "memplan/plan/validator.hpp"

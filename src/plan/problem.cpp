@@ -33,8 +33,8 @@ void check_buffer(std::size_t i, const Buffer& b) {
     reject(i, b, fmt::format("alignment {} is not a power of two", b.alignment));
   }
   if (b.alignment > kMaxBufferBytes) {
-    reject(i, b, fmt::format("alignment {} is above the limit {} (2^52)", b.alignment,
-                             kMaxBufferBytes));
+    reject(i, b,
+           fmt::format("alignment {} is above the limit {} (2^52)", b.alignment, kMaxBufferBytes));
   }
   if (b.fixed_offset) {
     const Bytes off = *b.fixed_offset;
@@ -42,8 +42,9 @@ void check_buffer(std::size_t i, const Buffer& b) {
       reject(i, b, fmt::format("fixed offset {} is outside [0, {}]", off, kMaxBufferBytes));
     }
     if (off % b.alignment != 0) {
-      reject(i, b, fmt::format("fixed offset {} is not a multiple of its alignment {}", off,
-                               b.alignment));
+      reject(
+          i, b,
+          fmt::format("fixed offset {} is not a multiple of its alignment {}", off, b.alignment));
     }
   }
 }
@@ -59,8 +60,10 @@ Bytes detail::checked_lower_bound(const Problem& problem) {
   const Bytes bound = lower_bound(problem);  // throws past kMaxArenaBytes, naming the instant
   const std::vector<Violation> collisions = find_fixed_offset_conflicts(problem, 1);
   if (!collisions.empty()) {
-    throw InvalidArgument("no plan exists: two fixed offsets share bytes while both buffers are "
-                          "alive: " + collisions.front().message);
+    throw InvalidArgument(
+        "no plan exists: two fixed offsets share bytes while both buffers are "
+        "alive: " +
+        collisions.front().message);
   }
   return bound;
 }

@@ -33,7 +33,8 @@ SearchModel::SearchModel(const Problem& problem)
   crossings = sections.crossings();
 
   Bytes gcd = 0;
-  for (std::size_t v = 0; v < size.size(); ++v) gcd = std::gcd(gcd, std::gcd(size[v], alignment[v]));
+  for (std::size_t v = 0; v < size.size(); ++v)
+    gcd = std::gcd(gcd, std::gcd(size[v], alignment[v]));
 
   // Obstacles: fixed buffers overlapping each free one. Fixed buffers are few in practice (a
   // shared prefix), so a sort of the fixed ones by start and a scan per free buffer suffice.
@@ -69,9 +70,8 @@ SearchModel::SearchModel(const Problem& problem)
     const auto i = static_cast<std::size_t>(v);
     return std::tuple(lifetimes[i].lower, lifetimes[i].upper, size[i], alignment[i]);
   };
-  std::sort(by_shape.begin(), by_shape.end(), [&](int a, int b) {
-    return std::pair(shape(a), a) < std::pair(shape(b), b);
-  });
+  std::sort(by_shape.begin(), by_shape.end(),
+            [&](int a, int b) { return std::pair(shape(a), a) < std::pair(shape(b), b); });
   for (std::size_t k = 1; k < by_shape.size(); ++k) {
     if (shape(by_shape[k - 1]) == shape(by_shape[k])) {
       twin_before[static_cast<std::size_t>(by_shape[k])] = by_shape[k - 1];

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cross_sections.hpp"
-#include "overlap_index.hpp"
 #include "memplan/plan/problem.hpp"
+#include "overlap_index.hpp"
 
 namespace memplan::plan::detail {
 
@@ -40,18 +40,18 @@ class SearchModel {
   std::vector<Lifetime> lifetimes;
   std::vector<Bytes> size;
   std::vector<Bytes> alignment;
-  OverlapIndex overlaps;                   // among model buffers only
-  CrossSections sections;                  // of model buffers only
-  std::vector<Bytes> section_totals;       // sum of member sizes
-  std::vector<int> crossings;              // buffers crossing each section boundary
-  Bytes granularity = 1;                   // every arena size is a multiple of it
+  OverlapIndex overlaps;              // among model buffers only
+  CrossSections sections;             // of model buffers only
+  std::vector<Bytes> section_totals;  // sum of member sizes
+  std::vector<int> crossings;         // buffers crossing each section boundary
+  Bytes granularity = 1;              // every arena size is a multiple of it
   // Per buffer: the previous buffer identical to it (lifetime, size, alignment), or -1. Twins
   // are interchangeable, so the search places them in index order (a symmetry cut).
   std::vector<int> twin_before;
 
  private:
   std::vector<std::size_t> obstacle_starts;
-  std::vector<FixedNeighbour> obstacle_list;     // per buffer, sorted by begin
+  std::vector<FixedNeighbour> obstacle_list;  // per buffer, sorted by begin
   std::vector<std::size_t> member_starts;
   std::vector<int> member_list;
 };

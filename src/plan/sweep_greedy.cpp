@@ -14,8 +14,8 @@ SweepGreedy::SweepGreedy(const Problem& problem, std::span<const std::size_t> oc
   // buffers that is the difference between streaming and a cache miss per comparison.
   shape_.reserve(occupying.size());
   std::vector<std::tuple<Time, Bytes, std::size_t, int>> starts;  // (lower, -size, index, v)
-  std::vector<std::pair<Time, int>> fixed_starts;                  // (lower, v)
-  std::vector<std::pair<Time, int>> ends;                          // (upper, v)
+  std::vector<std::pair<Time, int>> fixed_starts;                 // (lower, v)
+  std::vector<std::pair<Time, int>> ends;                         // (upper, v)
   ends.reserve(occupying.size());
   // The gcd of sizes, alignments and fixed offsets divides the smallest alignment, a power of
   // two, so it is the lowest bit set in any of them (no division per buffer).

@@ -58,12 +58,12 @@ class SweepGreedy {
     Bytes alignment;
     Bytes fixed;  // -1 for none
   };
-  std::vector<Shape> shape_;          // per local index
-  std::vector<int> free_order_;       // free buffers by start, larger first, problem order
-  std::vector<int> fixed_by_lower_;   // fixed buffers by start
-  std::vector<int> by_upper_;         // every buffer by end
-  Bytes granule_ = 1;                 // divides every size, alignment and fixed offset
-  std::size_t next_end_ = 0;          // run state: positions in by_upper_ and fixed_by_lower_
+  std::vector<Shape> shape_;         // per local index
+  std::vector<int> free_order_;      // free buffers by start, larger first, problem order
+  std::vector<int> fixed_by_lower_;  // fixed buffers by start
+  std::vector<int> by_upper_;        // every buffer by end
+  Bytes granule_ = 1;                // divides every size, alignment and fixed offset
+  std::size_t next_end_ = 0;         // run state: positions in by_upper_ and fixed_by_lower_
   std::size_t next_fixed_ = 0;
   LiveSpans live_;
   std::vector<std::pair<Bytes, Bytes>> late_spans_;  // scratch: late obstacles by begin

@@ -43,8 +43,7 @@ void check_each_buffer(const Problem& problem, std::span<const Bytes> offsets, C
                fmt::format("{} has a negative offset", describe(problem, offsets, i))});
     } else if (b.alignment > 0 && off % b.alignment != 0) {
       out.add({Violation::Kind::Misaligned, i, i,
-               fmt::format("{} is not aligned to {}", describe(problem, offsets, i),
-                           b.alignment)});
+               fmt::format("{} is not aligned to {}", describe(problem, offsets, i), b.alignment)});
     }
     if (b.occupies() && !detail::checked_add(off, b.size)) {
       out.add({Violation::Kind::OutOfRange, i, i,
@@ -53,8 +52,8 @@ void check_each_buffer(const Problem& problem, std::span<const Bytes> offsets, C
     }
     if (b.fixed_offset && *b.fixed_offset != off) {
       out.add({Violation::Kind::FixedOffsetMoved, i, i,
-               fmt::format("{} was moved from its fixed offset {}",
-                           describe(problem, offsets, i), *b.fixed_offset)});
+               fmt::format("{} was moved from its fixed offset {}", describe(problem, offsets, i),
+                           *b.fixed_offset)});
     }
   }
 }

@@ -28,8 +28,8 @@ void AddressBook::add(BufferRecord record) {
   for (auto it = first; it != last; ++it) {
     if (!it->second.freed) {
       // memplan never hands out memory a live buffer holds; if it did, say so loudly.
-      logger().error("check mode: new buffer at {} ({} B) overlaps live {}", record.address, record.bytes,
-                     describe(it->second));
+      logger().error("check mode: new buffer at {} ({} B) overlaps live {}", record.address,
+                     record.bytes, describe(it->second));
       --alive_;
     }
   }
@@ -72,18 +72,21 @@ void AddressBook::mark_freed(BufferRecord& record, CheckMoment when) {
 
 std::string describe(const CheckMoment& when) {
   if (when.step_name.empty()) {
-    return fmt::format("{}outside steps (before step {})", when.paused ? "inside a pause " : "", when.step);
+    return fmt::format("{}outside steps (before step {})", when.paused ? "inside a pause " : "",
+                       when.step);
   }
   const std::string step = fmt::format("step {} '{}'", when.step, when.step_name);
-  const std::string scope =
-      when.scope.empty() || when.scope == when.step_name ? std::string() : fmt::format(", scope '{}'", when.scope);
+  const std::string scope = when.scope.empty() || when.scope == when.step_name
+                                ? std::string()
+                                : fmt::format(", scope '{}'", when.scope);
   if (when.event) return fmt::format("in {} at event {}{}", step, *when.event, scope);
   if (when.other_thread) return fmt::format("from another thread during {}{}", step, scope);
   return fmt::format("inside a pause during {}{}", step, scope);
 }
 
 std::string describe(const BufferRecord& record) {
-  const std::string name = record.tag.empty() ? std::string("untagged buffer") : fmt::format("buffer '{}'", record.tag);
+  const std::string name =
+      record.tag.empty() ? std::string("untagged buffer") : fmt::format("buffer '{}'", record.tag);
   return fmt::format("{} ({} B at {}), allocated {}, {}", name, record.bytes, record.address,
                      describe(record.allocated),
                      record.freed ? "freed " + describe(*record.freed) : std::string("alive"));

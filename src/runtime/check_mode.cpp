@@ -22,11 +22,16 @@ const char* on_off(bool flag) { return flag ? "on" : "off"; }
 
 std::string_view to_string(AddressKind kind) noexcept {
   switch (kind) {
-    case AddressKind::Buffer: return "buffer";
-    case AddressKind::Padding: return "padding";
-    case AddressKind::Gap: return "gap";
-    case AddressKind::Unused: return "unused";
-    case AddressKind::NotOwned: return "not owned";
+    case AddressKind::Buffer:
+      return "buffer";
+    case AddressKind::Padding:
+      return "padding";
+    case AddressKind::Gap:
+      return "gap";
+    case AddressKind::Unused:
+      return "unused";
+    case AddressKind::NotOwned:
+      return "not owned";
   }
   return "?";
 }
@@ -34,12 +39,14 @@ std::string_view to_string(AddressKind kind) noexcept {
 Compiler::Check::Check(arena::PhysicalBackend& backend, const CompilerOptions& options)
     : backend_(backend), options_(options.check), default_alignment_(options.default_alignment) {
   if (options_.fresh_addresses()) {
-    heap_.emplace(backend, arena::CheckHeapOptions{
-                               .reserve_bytes = options_.reserve_bytes,
-                               .guard_gaps = options_.guard_gaps,
-                               .fill_on_allocate = options_.poison ? std::optional(kPoisonAllocated) : std::nullopt,
-                               .fill_on_free = options_.poison ? std::optional(kPoisonFreed) : std::nullopt,
-                               .name = "check heap"});
+    heap_.emplace(
+        backend,
+        arena::CheckHeapOptions{
+            .reserve_bytes = options_.reserve_bytes,
+            .guard_gaps = options_.guard_gaps,
+            .fill_on_allocate = options_.poison ? std::optional(kPoisonAllocated) : std::nullopt,
+            .fill_on_free = options_.poison ? std::optional(kPoisonFreed) : std::nullopt,
+            .name = "check heap"});
   }
 }
 
@@ -55,9 +62,11 @@ void* Compiler::Check::allocate(Compiler& compiler, std::size_t bytes, StreamRef
     p = heap_->allocate(bytes, std::max(alignment, default_alignment_), stream);
   } else {
     p = compiler.allocate_planned(bytes, stream, tag, alignment);
-    if (options_.poison) poison(p, bytes, std::max(alignment, default_alignment_), kPoisonAllocated, stream);
+    if (options_.poison)
+      poison(p, bytes, std::max(alignment, default_alignment_), kPoisonAllocated, stream);
   }
-  book_.add(BufferRecord{.address = p, .bytes = bytes, .tag = std::string(tag), .allocated = moment(impl)});
+  book_.add(BufferRecord{
+      .address = p, .bytes = bytes, .tag = std::string(tag), .allocated = moment(impl)});
   return p;
 }
 
@@ -86,8 +95,8 @@ void Compiler::Check::deallocate(Compiler& compiler, void* p, StreamRef stream) 
 // Planned buffers start at multiples of their alignment, so with an alignment of 4 or more the
 // words up to the next multiple of 4 are this buffer's padding; below that only whole words inside
 // are filled.
-void Compiler::Check::poison(void* p, std::size_t bytes, std::size_t alignment, std::uint32_t pattern,
-                             StreamRef stream) {
+void Compiler::Check::poison(void* p, std::size_t bytes, std::size_t alignment,
+                             std::uint32_t pattern, StreamRef stream) {
   std::uintptr_t begin = address_of(p);
   std::uintptr_t end = begin + bytes;
   if (alignment >= 4) {
@@ -130,16 +139,18 @@ void Compiler::Check::trim() {
 }
 
 std::string Compiler::Check::summary() const {
-  std::string out = fmt::format("check mode: poison {}, no reuse {}, guard gaps {}; {} buffer(s) recorded, {} alive\n",
-                                on_off(options_.poison), on_off(options_.no_reuse), on_off(options_.guard_gaps),
-                                book_.size(), book_.alive());
+  std::string out = fmt::format(
+      "check mode: poison {}, no reuse {}, guard gaps {}; {} buffer(s) recorded, {} alive\n",
+      on_off(options_.poison), on_off(options_.no_reuse), on_off(options_.guard_gaps), book_.size(),
+      book_.alive());
   if (heap_) {
     const arena::CheckHeapStats s = heap_->stats();
     out += fmt::format(
-        "check heap: {} allocation(s), {} live ({} B of pages), {} freed waiting for their streams ({} B), "
+        "check heap: {} allocation(s), {} live ({} B of pages), {} freed waiting for their streams "
+        "({} B), "
         "{} released; {} of {} B of address space used (never reused)\n",
-        s.allocations, s.live, s.live_bytes, s.pending, s.pending_bytes, s.released, s.address_bytes_used,
-        s.reserved_bytes);
+        s.allocations, s.live, s.live_bytes, s.pending, s.pending_bytes, s.released,
+        s.address_bytes_used, s.reserved_bytes);
   }
   return out;
 }
@@ -153,33 +164,40 @@ AddressReport Compiler::Check::describe(const Impl& impl, const Check* check, co
   if (heap != nullptr && heap->contains(p)) {
     r.region = "check heap";
     heap_region = heap->region_of(p);
-    r.mapped = *heap_region == arena::CheckRegion::Live || *heap_region == arena::CheckRegion::Freed;
+    r.mapped =
+        *heap_region == arena::CheckRegion::Live || *heap_region == arena::CheckRegion::Freed;
   } else if (impl.arena.contains(p) || pool_arena.contains(p)) {
     region_arena = impl.arena.contains(p) ? &impl.arena : &pool_arena;
     r.region = region_arena == &impl.arena ? "planned arena" : "persistent pool";
     r.mapped = address_of(p) - address_of(region_arena->base()) < region_arena->mapped_bytes();
   } else {
-    r.text = fmt::format("{}: not memplan's: outside the planned arena ({} + {} B) and the persistent pool ({} + {} B)",
-                         p, impl.arena.base(), impl.arena.reserved_bytes(), pool_arena.base(),
-                         pool_arena.reserved_bytes());
+    r.text = fmt::format(
+        "{}: not memplan's: outside the planned arena ({} + {} B) and the persistent pool ({} + {} "
+        "B)",
+        p, impl.arena.base(), impl.arena.reserved_bytes(), pool_arena.base(),
+        pool_arena.reserved_bytes());
     if (heap != nullptr) {
-      r.text += fmt::format(" and the check heap ({} + {} B)", heap->base(), heap->stats().reserved_bytes);
+      r.text += fmt::format(" and the check heap ({} + {} B)", heap->base(),
+                            heap->stats().reserved_bytes);
     }
     return r;
   }
-  const std::string where =
-      heap_region ? fmt::format("in the check heap: {}", to_string(*heap_region))
-                  : fmt::format("in the {} at offset {} ({})", r.region,
-                                address_of(p) - address_of(region_arena->base()), r.mapped ? "mapped" : "not mapped");
+  const std::string where = heap_region
+                                ? fmt::format("in the check heap: {}", to_string(*heap_region))
+                                : fmt::format("in the {} at offset {} ({})", r.region,
+                                              address_of(p) - address_of(region_arena->base()),
+                                              r.mapped ? "mapped" : "not mapped");
   if (check == nullptr) {
     r.kind = AddressKind::Unused;
-    r.text = fmt::format("{}: {}; check mode is off, so no buffer was recorded (CompilerOptions::check)", p, where);
+    r.text = fmt::format(
+        "{}: {}; check mode is off, so no buffer was recorded (CompilerOptions::check)", p, where);
     return r;
   }
 
   const AddressBook::Around around = check->book_.around(p);
   const auto same_region = [&](const BufferRecord* b) {
-    return b != nullptr && (heap_region ? heap->contains(b->address) : region_arena->contains(b->address));
+    return b != nullptr &&
+           (heap_region ? heap->contains(b->address) : region_arena->contains(b->address));
   };
   if (around.holding != nullptr) {
     r.kind = AddressKind::Buffer;
@@ -217,7 +235,9 @@ AddressReport Compiler::Check::describe(const Impl& impl, const Check* check, co
   } else {
     relation = fmt::format("{} B past the end of", past);
   }
-  const char* what = r.kind == AddressKind::Padding ? "padding, " : r.kind == AddressKind::Buffer ? "" : "nearest: ";
+  const char* what = r.kind == AddressKind::Padding  ? "padding, "
+                     : r.kind == AddressKind::Buffer ? ""
+                                                     : "nearest: ";
   r.text = fmt::format("{}: {}{} {}; {}", p, what, relation, memplan::describe(b), where);
   return r;
 }

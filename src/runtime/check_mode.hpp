@@ -45,7 +45,8 @@ struct Compiler::Check {
   std::size_t default_alignment_;
   std::optional<arena::CheckHeap> heap_;  // with fresh_addresses()
   AddressBook book_;
-  std::uint64_t counted_step_ = std::numeric_limits<std::uint64_t>::max();  // whose events are counted
+  std::uint64_t counted_step_ =
+      std::numeric_limits<std::uint64_t>::max();  // whose events are counted
   std::uint64_t next_event_ = 0;
 };
 

@@ -45,9 +45,9 @@ void check_chunk(std::string_view option, std::size_t chunk, const arena::Physic
 CompilerOptions checked(CompilerOptions options, const arena::PhysicalBackend& backend) {
   if (options.branch_cap == 0) throw InvalidArgument("CompilerOptions: branch_cap must be >= 1");
   if (!std::has_single_bit(options.default_alignment) || options.default_alignment > 4096) {
-    throw InvalidArgument(fmt::format(
-        "CompilerOptions: default_alignment {} is not a power of two in [1, 4096]",
-        options.default_alignment));
+    throw InvalidArgument(
+        fmt::format("CompilerOptions: default_alignment {} is not a power of two in [1, 4096]",
+                    options.default_alignment));
   }
   check_size("reserve_bytes", options.reserve_bytes);
   check_size("pool_reserve_bytes", options.pool_reserve_bytes);
@@ -78,7 +78,8 @@ Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
 
 Compiler::Compiler(arena::PhysicalBackend& backend, CompilerOptions options)
     : impl_(std::make_unique<Impl>(backend, std::move(options))),
-      check_(impl_->options.check.enabled() ? std::make_unique<Check>(backend, impl_->options) : nullptr) {}
+      check_(impl_->options.check.enabled() ? std::make_unique<Check>(backend, impl_->options)
+                                            : nullptr) {}
 
 Compiler::~Compiler() {
   if (impl_ == nullptr) return;
@@ -91,14 +92,16 @@ Compiler::~Compiler() {
 
 void* Compiler::allocate(std::size_t bytes, StreamRef stream, std::string_view tag,
                          std::size_t alignment) {
-  if (check_ != nullptr) [[unlikely]] return check_->allocate(*this, bytes, stream, tag, alignment);
+  if (check_ != nullptr) [[unlikely]]
+    return check_->allocate(*this, bytes, stream, tag, alignment);
   const std::lock_guard guard(impl_->lock);
   return allocate_planned(bytes, stream, tag, alignment);
 }
 
 // The lock is held. The stream becomes a user of the arena and the pool: unmapping waits for it.
 void Compiler::use_stream(StreamRef stream) {
-  if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) != impl_->streams.end()) return;
+  if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) != impl_->streams.end())
+    return;
   impl_->arena.add_user(stream);
   impl_->pool.arena().add_user(stream);
   impl_->streams.push_back(stream);
@@ -121,9 +124,11 @@ bool Compiler::forget_stream(StreamRef stream) {
 }
 
 void Compiler::deallocate(void* p, StreamRef stream) {
-  if (check_ != nullptr) [[unlikely]] return check_->deallocate(*this, p, stream);
+  if (check_ != nullptr) [[unlikely]]
+    return check_->deallocate(*this, p, stream);
   const std::lock_guard guard(impl_->lock);
-  if (impl_->try_replay_free(p)) [[likely]] return;
+  if (impl_->try_replay_free(p)) [[likely]]
+    return;
   impl_->deallocate(p);
 }
 

@@ -9,20 +9,20 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <utility>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "compiler_lock.hpp"
 #include "memplan/arena/arena.hpp"
 #include "memplan/arena/persistent_pool.hpp"
+#include "memplan/runtime/compiler.hpp"
 #include "memplan/tree/allocation_tree.hpp"
 #include "memplan/tree/branch_planner.hpp"
 #include "memplan/tree/free_ranges.hpp"
 #include "memplan/tree/occupied_ranges.hpp"
-#include "compiler_lock.hpp"
-#include "memplan/runtime/compiler.hpp"
 
 namespace memplan {
 
@@ -53,11 +53,11 @@ struct Instance {
 
 // An allocation of a finished step that is still live.
 struct Rogue {
-  Bytes offset = 0;              // in the planned arena, from its base (not from the window)
+  Bytes offset = 0;  // in the planned arena, from its base (not from the window)
   Bytes size = 0;
   std::uint64_t tag = 0;
   std::uint64_t step = 0;
-  std::uint32_t since = 0;       // the event (node depth) that allocated it in that step
+  std::uint32_t since = 0;  // the event (node depth) that allocated it in that step
   std::string step_name;
 };
 
@@ -69,13 +69,13 @@ struct Compiler::Impl {
   void* try_replay_allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
     if (current == nullptr || mode != StepMode::Replay || pause_depth != 0 || alignment != 0 ||
         !tag.empty() || rogues_in_window || !late.empty() ||
-        std::this_thread::get_id() != step_thread)
-        [[unlikely]] {
+        std::this_thread::get_id() != step_thread) [[unlikely]] {
       return nullptr;
     }
     const tree::AllocationTree& g = current->tree;
     const NodeId c = g.node(cursor).first_child;
-    if (c == tree::kNoNode) [[unlikely]] return nullptr;
+    if (c == tree::kNoNode) [[unlikely]]
+      return nullptr;
     const tree::Node& n = g.node(c);
     if (n.kind != tree::EventKind::Alloc || n.persistent || n.key.tag != 0 ||
         n.key.size != static_cast<Bytes>(bytes) ||
@@ -91,10 +91,12 @@ struct Compiler::Impl {
     return p;
   }
   bool try_replay_free(void* p) {
-    if (current == nullptr || mode != StepMode::Replay || !late.empty()) [[unlikely]] return false;
+    if (current == nullptr || mode != StepMode::Replay || !late.empty()) [[unlikely]]
+      return false;
     const tree::AllocationTree& g = current->tree;
     const NodeId c = g.node(cursor).first_child;
-    if (c == tree::kNoNode) [[unlikely]] return false;
+    if (c == tree::kNoNode) [[unlikely]]
+      return false;
     const tree::Node& n = g.node(c);
     if (n.kind != tree::EventKind::Free || current->live[n.buffer] != p ||
         g.node(n.buffer).persistent) [[unlikely]] {
@@ -197,9 +199,9 @@ struct Compiler::Impl {
 
   // Recording state of the running step.
   std::optional<tree::FreeRanges> free_ranges;
-  std::unordered_map<void*, Instance> recorded;        // live arena buffers of the step
-  std::unordered_map<void*, NodeId> step_pool_live;    // live learned-site buffers of the step
-  NodeId first_recorded = tree::kNoNode;              // forgotten if the step aborts
+  std::unordered_map<void*, Instance> recorded;      // live arena buffers of the step
+  std::unordered_map<void*, NodeId> step_pool_live;  // live learned-site buffers of the step
+  NodeId first_recorded = tree::kNoNode;             // forgotten if the step aborts
   std::vector<NodeId> recorded_late;  // buffers freed late when the recording began (FreedLate)
 
   // Where plans lie in the arena: planned offset 0 is at base + window (a whole number of chunks).
@@ -210,11 +212,11 @@ struct Compiler::Impl {
 
   // What outlives steps.
   std::unordered_map<void*, Rogue> rogues;
-  tree::OccupiedRanges occupied;                      // the rogues' arena ranges (from base)
+  tree::OccupiedRanges occupied;  // the rogues' arena ranges (from base)
   std::unordered_map<std::uint64_t, std::string> tag_names;
   // Every learned site: the pool keeps room for one buffer each.
   std::map<std::pair<const StepTree*, NodeId>, tree::AllocKey> learned_sites;
-  bool pool_room_stale = false;                // a site was learned or leaked: map room at step end
+  bool pool_room_stale = false;  // a site was learned or leaked: map room at step end
 
   Stats stats;
   std::vector<BreakRecord> break_log;

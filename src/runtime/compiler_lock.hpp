@@ -29,7 +29,8 @@ class CompilerLock {
     if (biased_ && owner_.load(std::memory_order_relaxed) == std::this_thread::get_id() &&
         !revoked_.load(std::memory_order_relaxed)) [[likely]] {
       owner_inside_.store(true, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);  // the revoker's membarrier pairs with it
+      std::atomic_signal_fence(
+          std::memory_order_seq_cst);  // the revoker's membarrier pairs with it
       if (!revoked_.load(std::memory_order_acquire)) [[likely]] {
         held_by_owner_fast_ = true;
         return;
@@ -56,16 +57,15 @@ class CompilerLock {
     }
   }
 
-
  private:
   void lock_slow() noexcept;
 
   const bool enabled_;
-  const bool biased_;                       // membarrier is available
-  std::atomic<std::thread::id> owner_{};    // set once, by the first step's thread
-  std::atomic<bool> owner_inside_{false};   // written by the owner only
-  std::atomic<bool> revoked_{false};        // the owner must take the mutex
-  bool held_by_owner_fast_ = false;         // touched only by the holder of the lock
+  const bool biased_;                      // membarrier is available
+  std::atomic<std::thread::id> owner_{};   // set once, by the first step's thread
+  std::atomic<bool> owner_inside_{false};  // written by the owner only
+  std::atomic<bool> revoked_{false};       // the owner must take the mutex
+  bool held_by_owner_fast_ = false;        // touched only by the holder of the lock
   std::mutex mutex_;
 };
 

@@ -7,9 +7,11 @@
 namespace memplan {
 
 [[gnu::always_inline]] inline void* Compiler::allocate_planned(std::size_t bytes, StreamRef stream,
-                                                                std::string_view tag, std::size_t alignment) {
+                                                               std::string_view tag,
+                                                               std::size_t alignment) {
   if (stream == impl_->last_stream) [[likely]] {
-    if (void* p = impl_->try_replay_allocate(bytes, tag, alignment)) [[likely]] return p;
+    if (void* p = impl_->try_replay_allocate(bytes, tag, alignment)) [[likely]]
+      return p;
   } else {
     use_stream(stream);
   }

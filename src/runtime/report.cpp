@@ -11,9 +11,12 @@ namespace memplan {
 
 std::string_view break_reason_name(BreakReason reason) noexcept {
   switch (reason) {
-    case BreakReason::UnknownAllocation: return "unknown allocation";
-    case BreakReason::RangeOccupied: return "range held by a rogue";
-    case BreakReason::UnexpectedEnd: return "unexpected end of step";
+    case BreakReason::UnknownAllocation:
+      return "unknown allocation";
+    case BreakReason::RangeOccupied:
+      return "range held by a rogue";
+    case BreakReason::UnexpectedEnd:
+      return "unexpected end of step";
   }
   return "unknown";
 }
@@ -34,21 +37,27 @@ std::string Compiler::Impl::describe_expected() const {
   for (NodeId c = g.node(cursor).first_child; c != tree::kNoNode; c = g.node(c).next_sibling) {
     const tree::Node& n = g.node(c);
     switch (n.kind) {
-      case tree::EventKind::Alloc: choices.push_back("alloc " + describe_key(n.key)); break;
+      case tree::EventKind::Alloc:
+        choices.push_back("alloc " + describe_key(n.key));
+        break;
       case tree::EventKind::Free:
         choices.push_back(fmt::format("free of the {} B buffer of event {}",
                                       g.node(n.buffer).key.size, g.node(n.buffer).depth - 1));
         break;
-      case tree::EventKind::End: choices.emplace_back("end of step"); break;
-      case tree::EventKind::Root: break;
+      case tree::EventKind::End:
+        choices.emplace_back("end of step");
+        break;
+      case tree::EventKind::Root:
+        break;
     }
   }
   if (choices.empty()) return "nothing (no branch continues here)";
   constexpr std::size_t kShown = 4;
-  std::string text = fmt::format("{}", fmt::join(choices.begin(),
-                                                 choices.begin() + static_cast<std::ptrdiff_t>(
-                                                     std::min(choices.size(), kShown)),
-                                                 " or "));
+  std::string text = fmt::format(
+      "{}",
+      fmt::join(choices.begin(),
+                choices.begin() + static_cast<std::ptrdiff_t>(std::min(choices.size(), kShown)),
+                " or "));
   if (choices.size() > kShown) text += fmt::format(" (or {} more)", choices.size() - kShown);
   return text;
 }
@@ -140,29 +149,30 @@ std::string Compiler::Impl::report() const {
       "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
       "  backend calls: {} memory calls, {} in all\n",
       s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.breaks,
-      s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2],
-      s.branches, s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
-      s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues, s.live_rogue_bytes,
-      s.learned_rogue_sites, s.forgotten_rogue_sites, s.window_moves, s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes,
-      s.reserved_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes,
-      s.backend_calls.memory_calls(), s.backend_calls.total());
+      s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2], s.branches,
+      s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
+      s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues,
+      s.live_rogue_bytes, s.learned_rogue_sites, s.forgotten_rogue_sites, s.window_moves,
+      s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes, s.reserved_bytes,
+      s.pool_allocated_bytes, s.pool_mapped_bytes, s.backend_calls.memory_calls(),
+      s.backend_calls.total());
   for (const auto& [name, g] : trees) {
-    out += fmt::format("  step '{}': {} runs, {} branches, {} events in the tree\n", name,
-                       g->steps, g->tree.branch_count(), g->tree.node_count() - 1);
+    out += fmt::format("  step '{}': {} runs, {} branches, {} events in the tree\n", name, g->steps,
+                       g->tree.branch_count(), g->tree.node_count() - 1);
     for (std::size_t b = 0; b < g->tree.branch_count(); ++b) {
       const tree::Branch& br = g->tree.branch(static_cast<tree::BranchId>(b));
       out += fmt::format("    branch {}: {} events, plan {} B, bound {} B, {}{}\n", b,
-                         g->tree.node(br.end).depth, br.arena_bytes, br.lower_bound,
-                         br.algorithm, br.proven_optimal ? " (optimal)" : "");
+                         g->tree.node(br.end).depth, br.arena_bytes, br.lower_bound, br.algorithm,
+                         br.proven_optimal ? " (optimal)" : "");
     }
   }
   constexpr std::size_t kShownBreaks = 8;
   const std::size_t first = break_log.size() > kShownBreaks ? break_log.size() - kShownBreaks : 0;
   for (std::size_t i = first; i < break_log.size(); ++i) {
     const BreakRecord& b = break_log[i];
-    out += fmt::format("  break: step {} '{}' event {} scope '{}': {}; expected {}; came {}\n",
-                       b.step, b.step_name, b.event, b.scope, break_reason_name(b.reason),
-                       b.expected, b.came);
+    out +=
+        fmt::format("  break: step {} '{}' event {} scope '{}': {}; expected {}; came {}\n", b.step,
+                    b.step_name, b.event, b.scope, break_reason_name(b.reason), b.expected, b.came);
   }
   for (const auto& [p, r] : rogues) {
     const auto name = tag_names.find(r.tag);

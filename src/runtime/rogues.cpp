@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "compiler_impl.hpp"
-#include "memplan/arena/pointer_errors.hpp"
 #include "core/log.hpp"
+#include "memplan/arena/pointer_errors.hpp"
 
 namespace memplan {
 
@@ -93,9 +93,10 @@ void Compiler::Impl::move_window() {
   }
   const auto reserved = static_cast<Bytes>(arena.reserved_bytes());
   if (!to || *to + need > reserved) {
-    logger().warn("no window of {} B clear of {} live rogue(s) in the arena's {} B; replay "
-                  "checks their ranges instead",
-                  need, stats.live_rogues, reserved);
+    logger().warn(
+        "no window of {} B clear of {} live rogue(s) in the arena's {} B; replay "
+        "checks their ranges instead",
+        need, stats.live_rogues, reserved);
     return stay(true);
   }
   const Bytes from = window;
@@ -104,8 +105,10 @@ void Compiler::Impl::move_window() {
     arena.remap(ranges_to_keep());
   } catch (const Error& e) {
     window = from;
-    logger().warn("moving the plans clear of the rogues failed ({}); replay checks their ranges "
-                  "instead", e.what());
+    logger().warn(
+        "moving the plans clear of the rogues failed ({}); replay checks their ranges "
+        "instead",
+        e.what());
     return stay(true);
   }
   rogues_in_window = false;
@@ -116,8 +119,8 @@ void Compiler::Impl::move_window() {
 
 // What must stay mapped: the plans' window and the rogues' bytes.
 std::vector<arena::ByteRange> Compiler::Impl::ranges_to_keep() const {
-  std::vector<arena::ByteRange> keep{{static_cast<std::size_t>(window),
-                                      static_cast<std::size_t>(plans_bytes())}};
+  std::vector<arena::ByteRange> keep{
+      {static_cast<std::size_t>(window), static_cast<std::size_t>(plans_bytes())}};
   occupied.for_each([&](Bytes offset, Bytes size) {
     keep.push_back({static_cast<std::size_t>(offset), static_cast<std::size_t>(size)});
   });
@@ -161,9 +164,10 @@ void Compiler::Impl::note_learned_site_freed(NodeId node) {
   if (n.forgotten < 255) ++n.forgotten;
   learned_sites.erase(std::pair{current, node});
   ++stats.forgotten_rogue_sites;
-  logger().info("step '{}': the learned site of a {} B allocation was freed in its step {} times "
-                "in a row; it is served from the plan again",
-                current->name, n.key.size, needed);
+  logger().info(
+      "step '{}': the learned site of a {} B allocation was freed in its step {} times "
+      "in a row; it is served from the plan again",
+      current->name, n.key.size, needed);
 }
 
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
@@ -182,12 +186,11 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   stats.live_rogue_bytes += static_cast<std::uint64_t>(size);
   // The pool aligns to at most 4096 bytes: a site that asked for more (the arena allows up to a
   // chunk) stays in the arena, and may rogue again, each time at its own cost.
-  const bool learns = learn_site && has_site &&
-                      tree().node(node).key.alignment <=
-                          static_cast<Bytes>(arena::PersistentPool::kMaxAlignment);
+  const bool learns =
+      learn_site && has_site &&
+      tree().node(node).key.alignment <= static_cast<Bytes>(arena::PersistentPool::kMaxAlignment);
   const auto name = tag_names.find(tag);
-  logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (arena offset {}){}",
-                size,
+  logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (arena offset {}){}", size,
                 name == tag_names.end() ? std::string() : fmt::format(" tagged '{}'", name->second),
                 step_serial, current->name, window + offset,
                 learns ? "; its site is served from the persistent pool from now on" : "");

@@ -9,16 +9,16 @@
 #include <span>
 
 #include "compiler_impl.hpp"
+#include "core/log.hpp"
 #include "memplan/arena/pointer_errors.hpp"
 #include "memplan/tree/branch_planner.hpp"
-#include "core/log.hpp"
 
 namespace memplan {
 
 void Compiler::Impl::begin_step(std::string_view name) {
   if (current != nullptr) {
-    throw InvalidState(fmt::format("begin_step '{}': step '{}' is still running (steps do not nest)",
-                                   name, current->name));
+    throw InvalidState(fmt::format(
+        "begin_step '{}': step '{}' is still running (steps do not nest)", name, current->name));
   }
   auto it = trees.find(name);
   if (it == trees.end()) {
@@ -52,9 +52,9 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
                                       arena::PersistentPool::kMaxRequestBytes));
   }
   if ((alignment != 0 && !std::has_single_bit(alignment)) || align > options.chunk_bytes) {
-    throw InvalidArgument(fmt::format(
-        "allocate: alignment {} is not a power of two no larger than the chunk ({} B)", alignment,
-        options.chunk_bytes));
+    throw InvalidArgument(
+        fmt::format("allocate: alignment {} is not a power of two no larger than the chunk ({} B)",
+                    alignment, options.chunk_bytes));
   }
   // Outside steps, inside pauses and from threads other than the step's: the persistent pool.
   if (current == nullptr || pause_depth > 0 || std::this_thread::get_id() != step_thread) {
@@ -69,7 +69,7 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     return p;
   }
   const tree::AllocKey key{static_cast<Bytes>(bytes), static_cast<Bytes>(align),
-                            tree::tag_hash(tag)};
+                           tree::tag_hash(tag)};
   if (mode == StepMode::Replay) {
     const tree::AllocationTree& g = tree();
     const auto matches = [&](NodeId c, std::span<const NodeId>) {
@@ -79,9 +79,9 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     const NodeId match = find_reachable([&](NodeId c, std::span<const NodeId> passed_late) {
       const tree::Node& n = g.node(c);
       return matches(c, passed_late) &&
-             (n.persistent || ((!rogues_in_window ||
-                                !occupied.overlaps(window + n.offset, n.key.size)) &&
-                               clear_of_late(n, passed_late)));
+             (n.persistent ||
+              ((!rogues_in_window || !occupied.overlaps(window + n.offset, n.key.size)) &&
+               clear_of_late(n, passed_late)));
     });
     if (match != tree::kNoNode) [[likely]] {
       pass_to(match);
@@ -90,7 +90,7 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     const bool held = find_reachable(matches) != tree::kNoNode;
     if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
     handle_break(held ? BreakReason::RangeOccupied : BreakReason::UnknownAllocation,
-                fmt::format("alloc {}", describe_key(key)));
+                 fmt::format("alloc {}", describe_key(key)));
   }
   return record_allocate(key, tag);
 }
@@ -98,10 +98,10 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
 // The oldest node (the smallest id) that `accept`s among the cursor's children and, through Free
 // nodes, their children. A Free node is passed when its buffer is freed already (early: it is
 // settled then), or when the buffer is still live (it is freed late: `accept` gets those passed
-// on the way, so that an allocation is taken only if its planned range is clear of them). The oldest,
-// because the tree only grows: a path that matched once matches the same nodes again, whatever
-// branches were added since (guarantee 4). The first child is the oldest of all of them, which is
-// why the inline fast path may take it.
+// on the way, so that an allocation is taken only if its planned range is clear of them). The
+// oldest, because the tree only grows: a path that matched once matches the same nodes again,
+// whatever branches were added since (guarantee 4). The first child is the oldest of all of them,
+// which is why the inline fast path may take it.
 template <class Accept>
 NodeId Compiler::Impl::find_reachable(Accept&& accept) const {
   const tree::AllocationTree& g = current->tree;
@@ -393,7 +393,7 @@ void Compiler::Impl::plan_recorded_branch() {
   plan::Solution solution;
   try {
     solution = tree::plan_branch(g, branch, fixed_ranges, options.plan_budget,
-                                  {recorded_late, first_recorded});
+                                 {recorded_late, first_recorded});
   } catch (...) {
     g.truncate(g.branch(branch).end);  // no half-made branch stays behind
     current->live.resize(g.node_count());

@@ -18,7 +18,8 @@ NodeId AllocationTree::add_child(NodeId parent, Node node) {
   node.parent = parent;
   node.depth = nodes_[parent].depth + 1;
   nodes_.push_back(node);
-  NodeId* link = &nodes_[parent].first_child;  // recording only: the sibling walk is off the hot path
+  NodeId* link =
+      &nodes_[parent].first_child;  // recording only: the sibling walk is off the hot path
   while (*link != kNoNode) link = &nodes_[*link].next_sibling;
   *link = id;
   return id;

@@ -71,7 +71,8 @@ void FreeRanges::release(Bytes offset, Bytes size) {
   if (next != by_offset_.begin()) {
     const auto prev = std::prev(next);
     if (prev->first + prev->second > start) {
-      throw InvalidState(fmt::format("free ranges: [{}, {}) released twice", offset, offset + size));
+      throw InvalidState(
+          fmt::format("free ranges: [{}, {}) released twice", offset, offset + size));
     }
     if (prev->first + prev->second == start) {
       start = prev->first;

@@ -55,9 +55,11 @@ TEST(Adaptors, ForwardFillsAndFenceQueriesAndEveryLayerCounts) {
   limited.record_fence(fence, StreamRef{});
   EXPECT_TRUE(limited.fence_passed(fence));
   limited.destroy_fence(fence);
-  for (const PhysicalBackend* b : {static_cast<PhysicalBackend*>(&host), static_cast<PhysicalBackend*>(&logging),
-                                   static_cast<PhysicalBackend*>(&limited)}) {
-    EXPECT_EQ(b->calls()[Call::Fill], b == &limited ? 2u : 1u) << b->name();  // the bad one stops at the top
+  for (const PhysicalBackend* b :
+       {static_cast<PhysicalBackend*>(&host), static_cast<PhysicalBackend*>(&logging),
+        static_cast<PhysicalBackend*>(&limited)}) {
+    EXPECT_EQ(b->calls()[Call::Fill], b == &limited ? 2u : 1u)
+        << b->name();  // the bad one stops at the top
     EXPECT_EQ(b->calls()[Call::QueryFence], 1u);
   }
 }
@@ -150,7 +152,9 @@ class RecyclingBackend final : public PhysicalBackend {
     in_use_.at(chunk) = false;
     if (after_release) std::exchange(after_release, nullptr)();
   }
-  [[noreturn]] static void only_chunks() { throw Error("recycling backend: only chunks exist here"); }
+  [[noreturn]] static void only_chunks() {
+    throw Error("recycling backend: only chunks exist here");
+  }
   void* do_reserve_va(std::size_t) override { only_chunks(); }
   void do_free_va(void*, std::size_t) override { only_chunks(); }
   void do_map(void*, std::size_t, ChunkHandle) override { only_chunks(); }
@@ -224,7 +228,8 @@ TEST(HostBackend, ReservingMoreAddressSpaceThanExistsIsOutOfMemory) {
 TEST(HostBackend, SystemErrorsNameTheCall) {
   HostBackend host;
   try {
-    host.map(reinterpret_cast<void*>(std::uintptr_t{1}), host.granularity(), 123456);  // bad fd, bad address
+    host.map(reinterpret_cast<void*>(std::uintptr_t{1}), host.granularity(),
+             123456);  // bad fd, bad address
     FAIL();
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("mmap"));

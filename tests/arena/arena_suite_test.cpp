@@ -14,7 +14,9 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-std::byte* at(const Arena& arena, std::size_t offset) { return static_cast<std::byte*>(arena.address(offset)); }
+std::byte* at(const Arena& arena, std::size_t offset) {
+  return static_cast<std::byte*>(arena.address(offset));
+}
 
 TEST_P(ArenaSuite, ReserveRoundsUpToChunksAndMapsNothing) {
   Arena arena(backend(), ArenaOptions{chunk_, "t"});
@@ -169,7 +171,7 @@ TEST_P(ArenaSuite, RemapMovesMemoryToNewSlotsWithoutNewChunks) {
   // Slot 4 takes slot 0's chunk; only slot 5 needs a fresh one: the plan's 4 chunks + the rogue's.
   EXPECT_EQ(d[Call::CreateChunk], 1u);
   EXPECT_EQ(d[Call::ReleaseChunk], 0u);
-  EXPECT_EQ(d[Call::Unmap], 1u);  // slot 0
+  EXPECT_EQ(d[Call::Unmap], 1u);         // slot 0
   EXPECT_EQ(arena.mapped_chunks(), 5u);  // slots 1 (the rogue), 2, 3, 4, 5
   EXPECT_FALSE(arena.is_mapped(0));
   EXPECT_EQ(limited.used_bytes(), 5 * chunk_);

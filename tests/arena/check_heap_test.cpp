@@ -60,12 +60,12 @@ TEST_F(HostCheckHeap, GuardGapsFaultOnBothSidesAndTheBufferEndsAtItsPages) {
   EXPECT_FALSE(readable(a - 1));     // the guard before the first allocation
   EXPECT_FALSE(readable(a + page));  // the gap after it
   EXPECT_TRUE(readable(b + 99));
-  EXPECT_FALSE(readable(b + 100));   // 100 is whole words: the buffer ends where its page ends
-  EXPECT_TRUE(readable(b - 1));      // the page's padding before a small buffer is mapped
-  EXPECT_EQ(word_at(b - 4), kFresh); // ... and poisoned
+  EXPECT_FALSE(readable(b + 100));    // 100 is whole words: the buffer ends where its page ends
+  EXPECT_TRUE(readable(b - 1));       // the page's padding before a small buffer is mapped
+  EXPECT_EQ(word_at(b - 4), kFresh);  // ... and poisoned
   heap.deallocate(a, StreamRef{});
   heap.deallocate(b, StreamRef{});
-  EXPECT_FALSE(readable(a));         // released: any access now faults
+  EXPECT_FALSE(readable(a));  // released: any access now faults
   EXPECT_FALSE(readable(b + 99));
 }
 
@@ -135,7 +135,10 @@ TEST_F(HostCheckHeap, FreeingOnABusyStreamPoisonsInItsOrder) {
   std::uint32_t last_write_seen = 0;
   {
     Gate gate(side);
-    side.enqueue([&] { p[0] = 0x33333333u; last_write_seen = p[0]; });  // the stream's last use
+    side.enqueue([&] {
+      p[0] = 0x33333333u;
+      last_write_seen = p[0];
+    });  // the stream's last use
     heap.deallocate(p, side.ref());
     EXPECT_EQ(word_at(p), kFresh);  // the poison waits behind the stream's work
   }

@@ -17,7 +17,8 @@
 namespace memplan::arena::test {
 namespace {
 
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
+#define CUDA_OK(call) \
+  ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
 
 std::uint32_t* words_at(const Arena& arena, std::size_t offset) {
   return static_cast<std::uint32_t*>(arena.address(offset));
@@ -43,7 +44,8 @@ TEST(GpuArena, KernelWritesAcrossChunkBoundaries) {
   CUDA_OK(cudaMemcpy(host.data(), arena.base(), 4 * chunk, cudaMemcpyDeviceToHost));
   const std::size_t lo = (2 * chunk - window * 2) / 4;
   for (std::size_t i = 0; i < words; ++i) {
-    const std::uint32_t expect = 7 + static_cast<std::uint32_t>(i) + (i >= lo && i < lo + window ? 1u : 0u);
+    const std::uint32_t expect =
+        7 + static_cast<std::uint32_t>(i) + (i >= lo && i < lo + window ? 1u : 0u);
     ASSERT_EQ(host[i], expect) << "word " << i << " (chunk " << i * 4 / chunk << ")";
   }
 }
@@ -114,14 +116,17 @@ TEST(GpuArena, CapturedGraphKeepsReplayingWhileTheArenaGrows) {
     arena.ensure_mapped(static_cast<std::size_t>(step + 2) * chunk);
     ASSERT_EQ(static_cast<void*>(first), arena.base());
     // Use the new chunk too, so growth is real memory, not just bookkeeping.
-    launch_iota(words_at(arena, static_cast<std::size_t>(step + 1) * chunk), words, 100u * static_cast<std::uint32_t>(step), stream);
+    launch_iota(words_at(arena, static_cast<std::size_t>(step + 1) * chunk), words,
+                100u * static_cast<std::uint32_t>(step), stream);
   }
   CUDA_OK(cudaStreamSynchronize(stream));
   std::vector<std::uint32_t> host(words);
   CUDA_OK(cudaMemcpy(host.data(), first, chunk, cudaMemcpyDeviceToHost));
-  for (std::size_t i = 0; i < words; ++i) ASSERT_EQ(host[i], static_cast<std::uint32_t>(replays)) << "word " << i;
+  for (std::size_t i = 0; i < words; ++i)
+    ASSERT_EQ(host[i], static_cast<std::uint32_t>(replays)) << "word " << i;
   CUDA_OK(cudaMemcpy(host.data(), words_at(arena, 5 * chunk), chunk, cudaMemcpyDeviceToHost));
-  for (std::size_t i = 0; i < words; ++i) ASSERT_EQ(host[i], 400u + static_cast<std::uint32_t>(i)) << "word " << i;
+  for (std::size_t i = 0; i < words; ++i)
+    ASSERT_EQ(host[i], 400u + static_cast<std::uint32_t>(i)) << "word " << i;
   EXPECT_EQ(arena.mapped_chunks(), static_cast<std::size_t>(replays + 1));
 
   CUDA_OK(cudaGraphExecDestroy(exec));
@@ -203,7 +208,7 @@ TEST(GpuArena, DriverOutOfMemoryIsReportedAndRolledBack) {
   }
   const CallCounts d = arena.calls() - before;
   EXPECT_EQ(d[Call::CreateChunk], d[Call::Map] + 1);  // the last create failed
-  EXPECT_EQ(d[Call::ReleaseChunk], d[Call::Map]);      // everything mapped was undone
+  EXPECT_EQ(d[Call::ReleaseChunk], d[Call::Map]);     // everything mapped was undone
   EXPECT_EQ(arena.mapped_bytes(), kGiB);
   std::size_t free_after = 0;
   CUDA_OK(cudaMemGetInfo(&free_after, &total_bytes));

@@ -10,7 +10,8 @@ namespace memplan::arena::test {
 namespace {
 
 void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
 class GpuEnv final : public BackendEnv {

@@ -10,7 +10,9 @@ namespace {
 class HostEnv final : public BackendEnv {
  public:
   std::string name() const override { return "Host"; }
-  std::unique_ptr<PhysicalBackend> make_backend() const override { return std::make_unique<HostBackend>(); }
+  std::unique_ptr<PhysicalBackend> make_backend() const override {
+    return std::make_unique<HostBackend>();
+  }
   void write(void* dst, std::span<const std::uint8_t> bytes) const override {
     if (!bytes.empty()) std::memcpy(dst, bytes.data(), bytes.size());
   }

@@ -1,9 +1,9 @@
 // Stream safety on the host: a HostStream stands in for a CUDA stream, so "release() while work
 // is queued must wait" is tested on any machine (an early unmap would fault: the range goes back
 // to PROT_NONE).
+#include "memplan/arena/host_stream.hpp"
 #include "memplan/arena/arena.hpp"
 #include "memplan/arena/host_backend.hpp"
-#include "memplan/arena/host_stream.hpp"
 
 #include <gtest/gtest.h>
 

@@ -28,7 +28,8 @@ TEST(SizeClass, ClassesAreMonotonicAndSearchClassesAlwaysFit) {
     last = r;
     // Every size filed under the search class of u is at least u.
     const unsigned want = rank(class_at_least(u));
-    for (std::uint64_t v = u > 64 ? u - 64 : 1; v < u; ++v) ASSERT_LT(rank(class_of(v)), want) << u << " " << v;
+    for (std::uint64_t v = u > 64 ? u - 64 : 1; v < u; ++v)
+      ASSERT_LT(rank(class_of(v)), want) << u << " " << v;
   }
   EXPECT_LT(class_of((std::uint64_t{1} << 47) >> 8).fl, kFlCount);
 }

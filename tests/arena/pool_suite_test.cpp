@@ -118,7 +118,8 @@ TEST_P(PoolSuite, BadPointersAreNamedErrors) {
   int local = 0;
   EXPECT_THROW(pool.deallocate(&local), ForeignPointer);
   EXPECT_THROW(pool.deallocate(static_cast<std::byte*>(p) + 256), ForeignPointer);  // interior
-  EXPECT_THROW(pool.deallocate(static_cast<std::byte*>(pool.arena().base()) + 40 * chunk_), ForeignPointer);
+  EXPECT_THROW(pool.deallocate(static_cast<std::byte*>(pool.arena().base()) + 40 * chunk_),
+               ForeignPointer);
   pool.deallocate(p);
   try {
     pool.deallocate(p);
@@ -178,7 +179,8 @@ void churn_against_shadow(PersistentPool& pool, const BackendEnv& env, std::size
     const auto expect = pattern(2 * probe, l.seed);
     const std::size_t head = std::min(probe, l.size);
     const std::size_t tail = std::min(probe, l.size - head);
-    ASSERT_EQ(env.read(p, head), std::vector<std::uint8_t>(expect.begin(), expect.begin() + static_cast<long>(head)));
+    ASSERT_EQ(env.read(p, head),
+              std::vector<std::uint8_t>(expect.begin(), expect.begin() + static_cast<long>(head)));
     ASSERT_EQ(env.read(static_cast<std::byte*>(p) + l.size - tail, tail),
               std::vector<std::uint8_t>(expect.begin() + static_cast<long>(probe),
                                         expect.begin() + static_cast<long>(probe + tail)));
@@ -190,7 +192,8 @@ void churn_against_shadow(PersistentPool& pool, const BackendEnv& env, std::size
     const auto roll = rng() % 100;
     if (roll < 52 || shadow.empty()) {
       const std::size_t size = (rng() % 4 == 0) ? 1 + rng() % (3 * chunk) : 1 + rng() % 5000;
-      const std::size_t alignment = alignments.size() == 1 ? alignments[0] : alignments[rng() % alignments.size()];
+      const std::size_t alignment =
+          alignments.size() == 1 ? alignments[0] : alignments[rng() % alignments.size()];
       void* p = alignment == 0 ? pool.allocate(size) : pool.allocate(size, alignment);
       const auto a = addr(p);
       ASSERT_EQ(a % std::max<std::size_t>(alignment, 256), 0u) << "alignment " << alignment;
@@ -257,7 +260,7 @@ TEST_P(PoolSuite, AlignedAllocationsAreAlignedDisjointAndCoalesceBack) {
   PersistentPool pool(backend(), PoolOptions{64 * chunk_, 16 * chunk_, "p"});
   struct Got {
     void* p;
-    std::size_t size;  // requested
+    std::size_t size;    // requested
     std::uint32_t seed;  // 0: no pattern written
   };
   std::vector<Got> got;
@@ -392,7 +395,8 @@ TEST_P(PoolSuite, BadAlignmentsAreNamedErrors) {
       (void)pool.allocate(64, bad);
       ADD_FAILURE() << "alignment " << bad << " accepted";
     } catch (const InvalidArgument& e) {
-      EXPECT_THAT(e.what(), AllOf(HasSubstr("alignment " + std::to_string(bad)), HasSubstr("4096")));
+      EXPECT_THAT(e.what(),
+                  AllOf(HasSubstr("alignment " + std::to_string(bad)), HasSubstr("4096")));
     }
   }
   EXPECT_THROW((void)pool.allocate(0, 1024), InvalidArgument);

@@ -48,7 +48,8 @@ TEST_P(FlashForward, SparseListMatchesReference) {
     int count = 0;
     const bool dense = rng() % 7 == 0;
     for (int j = 0; j < n; ++j) {
-      if (dense || j == qb || rng() % 3 == 0) list.idx[static_cast<std::size_t>(row * n + count++)] = j;
+      if (dense || j == qb || rng() % 3 == 0)
+        list.idx[static_cast<std::size_t>(row * n + count++)] = j;
     }
     list.count[static_cast<std::size_t>(row)] = dense ? n : count;
   }

@@ -31,7 +31,9 @@ class DeviceBuffer {
 
   [[nodiscard]] void* get() const { return ptr_; }
   template <typename T>
-  [[nodiscard]] T* as() const { return static_cast<T*>(ptr_); }
+  [[nodiscard]] T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   [[nodiscard]] std::size_t bytes() const { return bytes_; }
 
   template <typename T>

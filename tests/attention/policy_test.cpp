@@ -23,7 +23,10 @@ TEST(AttentionPolicy, RejectsBadFields) {
   rejects([](AttentionPolicy& p) { p.keep_percent = NAN; });
   rejects([](AttentionPolicy& p) { p.max_keep_percent = -1.0f; });
   rejects([](AttentionPolicy& p) { p.tau = INFINITY; });
-  rejects([](AttentionPolicy& p) { p.window_start = 0.8; p.window_end = 0.5; });
+  rejects([](AttentionPolicy& p) {
+    p.window_start = 0.8;
+    p.window_end = 0.5;
+  });
   rejects([](AttentionPolicy& p) { p.window_end = 1.5; });
   rejects([](AttentionPolicy& p) { p.window_start = -0.1; });
   rejects([](AttentionPolicy& p) { p.min_tokens = -1; });

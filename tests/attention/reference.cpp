@@ -44,9 +44,8 @@ Tensor random_tensor(const AttentionShape& shape, std::mt19937& rng, float struc
 }
 
 std::vector<float> reference_attention(const AttentionShape& shape, const Tensor& q,
-                                       const Tensor& k, const Tensor& v,
-                                       const HostBlockList& list, const std::vector<float>* coarse,
-                                       float gate) {
+                                       const Tensor& k, const Tensor& v, const HostBlockList& list,
+                                       const std::vector<float>* coarse, float gate) {
   const int n = shape.blocks();
   const int dim = shape.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
@@ -64,18 +63,21 @@ std::vector<float> reference_attention(const AttentionShape& shape, const Tensor
         if (!dense) {
           for (int i = 0; i < list.count[row]; ++i) {
             const int kb = list.idx[row * list.max_k + i];
-            for (std::int64_t t = kb * 64LL; t < std::min<std::int64_t>(shape.tokens, kb * 64LL + 64); ++t) {
+            for (std::int64_t t = kb * 64LL;
+                 t < std::min<std::int64_t>(shape.tokens, kb * 64LL + 64); ++t) {
               key_on[static_cast<std::size_t>(t)] = 1;
             }
           }
         }
-        for (std::int64_t tq = qb * 64LL; tq < std::min<std::int64_t>(shape.tokens, qb * 64LL + 64); ++tq) {
+        for (std::int64_t tq = qb * 64LL; tq < std::min<std::int64_t>(shape.tokens, qb * 64LL + 64);
+             ++tq) {
           double mx = -std::numeric_limits<double>::infinity();
           for (std::int64_t tk = 0; tk < shape.tokens; ++tk) {
             if (key_on[static_cast<std::size_t>(tk)] == 0) continue;
             double s = 0.0;
             for (int d = 0; d < dim; ++d) {
-              s += static_cast<double>(q.values[at(shape, b, tq, h, d)]) * k.values[at(shape, b, tk, h, d)];
+              s += static_cast<double>(q.values[at(shape, b, tq, h, d)]) *
+                   k.values[at(shape, b, tk, h, d)];
             }
             p[static_cast<std::size_t>(tk)] = s * scale;
             mx = std::max(mx, s * scale);
@@ -164,7 +166,8 @@ std::string check_selection_row(const AttentionPolicy& policy, int q_block, int 
   }
   const bool ranked_ok = min_kept >= max_dropped - tol;
   if (traits(policy.mode).rule != SelectionRule::Threshold) {
-    if (kept != std::min(top_k, candidates)) why << "kept " << kept << " want " << std::min(top_k, candidates) << "; ";
+    if (kept != std::min(top_k, candidates))
+      why << "kept " << kept << " want " << std::min(top_k, candidates) << "; ";
     if (!ranked_ok) why << "a dropped block outscores a kept one; ";
     return why.str();
   }

@@ -35,8 +35,7 @@ struct HostBlockList {
 
 // out[b,t,h,d] of softmax(Q K^T / sqrt(d)) V over the listed key blocks, plus gate * coarse.
 std::vector<float> reference_attention(const AttentionShape& shape, const Tensor& q,
-                                       const Tensor& k, const Tensor& v,
-                                       const HostBlockList& list,
+                                       const Tensor& k, const Tensor& v, const HostBlockList& list,
                                        const std::vector<float>* coarse = nullptr,
                                        float gate = 0.0f);
 

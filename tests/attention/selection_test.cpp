@@ -38,9 +38,9 @@ void expect_lists_follow_rule(const AttentionShape& shape, const AttentionPolicy
   const int n = shape.blocks();
   int bad = 0;
   for (std::size_t row = 0; row < static_cast<std::size_t>(shape.rows()) && bad < 5; ++row) {
-    const std::string why = check_selection_row(policy, static_cast<int>(row % n), n,
-                                                &scores[row * n], idx + row * max_k, count[row],
-                                                max_k);
+    const std::string why =
+        check_selection_row(policy, static_cast<int>(row % n), n, &scores[row * n],
+                            idx + row * max_k, count[row], max_k);
     if (!why.empty()) {
       ++bad;
       ADD_FAILURE() << "row " << row << ": " << why;
@@ -59,10 +59,10 @@ TEST(SelectionChecker, AcceptsTheHostReferenceAndRejectsASwap) {
   const auto scores =
       block_scores(shape, pool_blocks(shape, q.values), pool_blocks(shape, k.values));
   const int n = shape.blocks();
-  for (const AttentionPolicy& policy : {make(SparsityMode::Tau, 1.0f, 10, 100, {0, 2}, {3, 4}),
-                                        make(SparsityMode::Tau, 0.0f, 10, 10),
-                                        make(SparsityMode::TopK, 0, 15, 100, {0, 1}, {0, 1}),
-                                        make(SparsityMode::Coarse, 0, 20, 100)}) {
+  for (const AttentionPolicy& policy :
+       {make(SparsityMode::Tau, 1.0f, 10, 100, {0, 2}, {3, 4}),
+        make(SparsityMode::Tau, 0.0f, 10, 10), make(SparsityMode::TopK, 0, 15, 100, {0, 1}, {0, 1}),
+        make(SparsityMode::Coarse, 0, 20, 100)}) {
     SCOPED_TRACE(to_string(policy.mode));
     const int max_k = max_kept_blocks(shape, policy);
     std::vector<int> idx(static_cast<std::size_t>(shape.rows()) * max_k);
@@ -122,8 +122,9 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
   list.max_k = layout.max_k;
   {
     std::vector<int> all = workspace.download<int>(layout.bytes / sizeof(int));
-    list.idx.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.kv_idx / 4),
-                    all.begin() + static_cast<std::ptrdiff_t>(layout.kv_idx / 4 + rows * layout.max_k));
+    list.idx.assign(
+        all.begin() + static_cast<std::ptrdiff_t>(layout.kv_idx / 4),
+        all.begin() + static_cast<std::ptrdiff_t>(layout.kv_idx / 4 + rows * layout.max_k));
     list.count.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.kv_count / 4),
                       all.begin() + static_cast<std::ptrdiff_t>(layout.kv_count / 4 + rows));
   }
@@ -136,15 +137,15 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
   std::vector<float> coarse;
   if (layout.has_coarse) {
     std::vector<float> all = workspace.download<float>(layout.bytes / sizeof(float));
-    coarse.assign(all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4),
-                  all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4 + rows * sc.head_dim));
+    coarse.assign(
+        all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4),
+        all.begin() + static_cast<std::ptrdiff_t>(layout.coarse / 4 + rows * sc.head_dim));
     const auto vbar = pool_blocks(shape, c.v.values);
     const auto want = reference_coarse(shape, scores, vbar);
     EXPECT_LE(relative_l2(coarse, std::vector<float>(want.begin(), want.end())), 1e-3);
   }
-  const auto want = reference_attention(shape, c.q, c.k, c.v, list,
-                                        layout.has_coarse ? &coarse : nullptr,
-                                        sc.policy.coarse_gate);
+  const auto want = reference_attention(
+      shape, c.q, c.k, c.v, list, layout.has_coarse ? &coarse : nullptr, sc.policy.coarse_gate);
   EXPECT_LE(relative_l2(c.output(), want), kMaxRelativeL2);
 }
 
@@ -180,11 +181,12 @@ TEST(SelectionTies, FlatAndTwoValuedRowsKeepExactlyK) {
     std::vector<int> all = workspace.download<int>(layout.bytes / sizeof(int));
     const int* idx = all.data() + layout.kv_idx / 4;
     const int* count = all.data() + layout.kv_count / 4;
-    const auto scores = block_scores(shape, pool_blocks(shape, c.q.values), pool_blocks(shape, c.k.values));
+    const auto scores =
+        block_scores(shape, pool_blocks(shape, c.q.values), pool_blocks(shape, c.k.values));
     for (std::size_t row = 0; row < rows; ++row) {
-      const std::string why = check_selection_row(policy, static_cast<int>(row % n), n,
-                                                  &scores[row * n], idx + row * layout.max_k,
-                                                  count[row], layout.max_k);
+      const std::string why =
+          check_selection_row(policy, static_cast<int>(row % n), n, &scores[row * n],
+                              idx + row * layout.max_k, count[row], layout.max_k);
       ASSERT_TRUE(why.empty()) << "row " << row << ": " << why;
     }
   }
@@ -224,8 +226,8 @@ TEST_P(SelectionLongRows, ListsFollowTheRule) {
 INSTANTIATE_TEST_SUITE_P(
     Lengths, SelectionLongRows,
     ::testing::Values(
-        LongRowCase{"topk10_1182_d128", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}),
-                    75600, 128},
+        LongRowCase{"topk10_1182_d128", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}), 75600,
+                    128},
         LongRowCase{"tau15_1182_d64", make(SparsityMode::Tau, 1.5f, 10, 30), 75600, 64},
         LongRowCase{"topk10_1300_d64", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}),
                     64 * 1300 - 20, 64},

@@ -82,8 +82,8 @@ TEST(AttentionValidation, RejectsBadPolicyAndStep) {
 
 TEST(AttentionValidation, RejectsBadBlockList) {
   Args a;
-  const BlockList list{static_cast<const int*>(fake(0x60000)), static_cast<const int*>(fake(0x70000)),
-                       0};
+  const BlockList list{static_cast<const int*>(fake(0x60000)),
+                       static_cast<const int*>(fake(0x70000)), 0};
   EXPECT_THROW(launch_flash_forward(a.shape, a.tensors, list, nullptr, 0.0f, nullptr),
                InvalidArgument);
   const BlockList no_idx{nullptr, static_cast<const int*>(fake(0x70000)), 4};

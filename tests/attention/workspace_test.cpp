@@ -45,7 +45,8 @@ TEST(AttentionWorkspace, RegionsAreAlignedDisjointAndExact) {
   const std::size_t pooled = 96 * 64 * 4;
   EXPECT_TRUE(l.has_pooled_v && l.has_coarse);
   EXPECT_EQ(l.max_k, 2 + 3);
-  const std::size_t offsets[] = {l.pooled_q, l.pooled_k, l.pooled_v, l.kv_idx, l.kv_count, l.coarse};
+  const std::size_t offsets[] = {l.pooled_q, l.pooled_k, l.pooled_v,
+                                 l.kv_idx,   l.kv_count, l.coarse};
   const std::size_t sizes[] = {pooled, pooled, pooled, 96u * 5 * 4, 96u * 4, pooled};
   for (std::size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(offsets[i] % kWorkspaceAlignment, 0u) << i;

@@ -39,9 +39,18 @@ struct Fixture : ::testing::Test {
       void* ws = extra ? ctx.allocate(1 << 20, "workspace") : nullptr;
       int* dst = &out[static_cast<std::size_t>(slot)];
       ctx.depends_on(dst);
-      ctx.launch([this, a, value](StreamRef) { ++launches_run; *a = value; });
-      ctx.launch([this, a, b](StreamRef) { ++launches_run; *b = *a + 1; });
-      ctx.launch([this, b, dst](StreamRef) { ++launches_run; *dst = *b; });
+      ctx.launch([this, a, value](StreamRef) {
+        ++launches_run;
+        *a = value;
+      });
+      ctx.launch([this, a, b](StreamRef) {
+        ++launches_run;
+        *b = *a + 1;
+      });
+      ctx.launch([this, b, dst](StreamRef) {
+        ++launches_run;
+        *dst = *b;
+      });
       ctx.deallocate(a);
       if (ws != nullptr) ctx.deallocate(ws);
       ctx.deallocate(b);
@@ -64,8 +73,8 @@ TEST_F(Fixture, EagerWhenDisabledRunsEachLaunchAtOnce) {
 // its step would touch freed (here: already unmapped) memory. The runner runs such steps eagerly.
 TEST_F(Fixture, CheckModeRunsEveryStepEagerly) {
   CompilerOptions options = small();
-  options.check = {.poison = true, .no_reuse = true, .guard_gaps = true,
-                   .reserve_bytes = std::size_t{16} << 30};
+  options.check = {
+      .poison = true, .no_reuse = true, .guard_gaps = true, .reserve_bytes = std::size_t{16} << 30};
   Compiler checked(backend, options);
   StepRunner runner(checked, capturer, {}, {.capture_after = 1});
   EXPECT_FALSE(runner.options().enabled);
@@ -93,7 +102,7 @@ TEST_F(Fixture, CapturesAfterStableReplaysThenLaunchesTheGraphWithoutBackendCall
   EXPECT_EQ(runner.stats().captures, 1u);
   EXPECT_EQ(runner.stats().graph_launches, 6u);
   EXPECT_EQ(runner.stats().invalidations, 0u);
-  EXPECT_EQ(launches_run, 24);  // the graph runs the same three launches
+  EXPECT_EQ(launches_run, 24);                     // the graph runs the same three launches
   EXPECT_EQ(compiler.stats().steps_replayed, 7u);  // the compiler saw every step
 }
 

@@ -67,7 +67,9 @@ TEST_F(Log, WhatASinkThrowsStaysInTheLogger) {
 TEST_F(Log, SwappingSinksWhileThreadsLogLosesNoMessage) {
   std::atomic<int> first{0};
   std::atomic<int> second{0};
-  const auto counting = [](std::atomic<int>& n) { return [&n](LogLevel, std::string_view) { ++n; }; };
+  const auto counting = [](std::atomic<int>& n) {
+    return [&n](LogLevel, std::string_view) { ++n; };
+  };
   set_log_sink(counting(first));
   set_log_level(LogLevel::Debug);
   constexpr int kThreads = 2;

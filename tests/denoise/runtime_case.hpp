@@ -30,7 +30,8 @@ inline Config small_config(bool gpu) {
   c.second_steps = 5;
   c.per_step = false;
   c.chunk_mib = 2;
-  for (const char* name : {"blocks", "tokens", "heads", "head-dim", "steps", "second-tokens", "second-steps"})
+  for (const char* name :
+       {"blocks", "tokens", "heads", "head-dim", "steps", "second-tokens", "second-steps"})
     c.preset_locked.insert(name);
   return c;
 }
@@ -39,7 +40,8 @@ inline std::vector<ModeResult> run_all(Config c, Platform& platform) {
   apply_preset(c, platform.gpu());
   Model model(c, platform.ops());
   std::vector<ModeResult> out;
-  for (Mode m : {Mode::Graphs, Mode::Eager, Mode::Baseline}) out.push_back(run_mode(m, c, platform, model));
+  for (Mode m : {Mode::Graphs, Mode::Eager, Mode::Baseline})
+    out.push_back(run_mode(m, c, platform, model));
   return out;
 }
 
@@ -96,7 +98,8 @@ inline void expect_runtime_holds(const std::vector<ModeResult>& results, bool ro
   EXPECT_GE(results[0].captures, 1u);
   EXPECT_EQ(results[0].invalidations, 0u);
   std::size_t graph_steps = 0;
-  for (const StepRow& row : results[0].rows) graph_steps += std::string_view(row.path) == "graph" || std::string_view(row.path) == "capture";
+  for (const StepRow& row : results[0].rows)
+    graph_steps += std::string_view(row.path) == "graph" || std::string_view(row.path) == "capture";
   EXPECT_EQ(graph_steps, results[0].graph_launches);
   EXPECT_GE(graph_steps, results[0].rows.size() / 2);
   for (const StepRow& row : results[1].rows) EXPECT_EQ(std::string_view(row.path), "eager");

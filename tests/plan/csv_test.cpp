@@ -144,8 +144,9 @@ TEST(Csv, RepeatedIdsAreRejectedWithBothLines) {
 // Found by fuzz_csv (CI, 2026-12-01): fixed offsets that collide passed the reader, which
 // promises a problem check_problem accepts. Both rows are named; the later one is the position.
 TEST(Csv, CollidingFixedOffsetsAreRejectedWithBothLines) {
-  const std::string text = "id,lower,upper,size,offset\n0,0,7,602112,0\n1,0,1,4,602112\n"
-                           "# comment\n4,4,5,1605632,0\n";
+  const std::string text =
+      "id,lower,upper,size,offset\n0,0,7,602112,0\n1,0,1,4,602112\n"
+      "# comment\n4,4,5,1605632,0\n";
   EXPECT_EQ(error_of(text, {.offsets_are_fixed = true}),
             "test.csv:5:1: buffer '4' (offset 0, size 1605632, lifetime [4, 5)) overlaps "
             "buffer '0' (offset 0, size 602112, lifetime [0, 7)) on line 2: no plan can keep "
@@ -154,9 +155,9 @@ TEST(Csv, CollidingFixedOffsetsAreRejectedWithBothLines) {
   EXPECT_EQ(parse(text).buffers.size(), 3u);
   // Found by fuzz_csv: two long ids of bytes shown as \xNN made a message of 500 bytes.
   const std::string wide(60, '\xff');
-  const std::string what = error_of("id,lower,upper,size,offset\n" + wide + "a,0,9,8,0\n" + wide +
-                                        "b,1,2,8,0\n",
-                                    {.offsets_are_fixed = true});
+  const std::string what =
+      error_of("id,lower,upper,size,offset\n" + wide + "a,0,9,8,0\n" + wide + "b,1,2,8,0\n",
+               {.offsets_are_fixed = true});
   EXPECT_TRUE(what.starts_with("test.csv:3:1: buffer '\\xff")) << what;
   EXPECT_LT(what.size(), 250u) << what;
 }
@@ -182,8 +183,9 @@ TEST(Csv, IdsThatWouldNotReadBackAreRejected) {
   try {
     write_csv(out, p);
   } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "write_csv: buffer 0 has the id 'a,b', which CSV cannot hold "
-                           "(empty, a comma, a control character, '#' first, or spaces around)");
+    EXPECT_STREQ(e.what(),
+                 "write_csv: buffer 0 has the id 'a,b', which CSV cannot hold "
+                 "(empty, a comma, a control character, '#' first, or spaces around)");
   }
 }
 

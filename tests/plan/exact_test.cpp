@@ -88,9 +88,9 @@ TEST(Exact, LifetimesSpanningTheWholeTimeRangeAreRankedWithoutOverflow) {
 }
 
 TEST(ExactCapacity, ACapacityAboveTheArenaLimitIsAnInvalidArgument) {
-  EXPECT_THROW((void)solve_at_capacity(testing::greedy_is_suboptimal(), kMaxArenaBytes + 1,
-                                       generous()),
-               InvalidArgument);
+  EXPECT_THROW(
+      (void)solve_at_capacity(testing::greedy_is_suboptimal(), kMaxArenaBytes + 1, generous()),
+      InvalidArgument);
 }
 
 TEST(Exact, ProvesItsResultUnderAlignment) {
@@ -116,8 +116,8 @@ TEST(Exact, NeverWorseThanTheSeedAndStopsAtThePastDeadline) {
 
 TEST(Exact, HonoursFixedOffsetsAndAlignment) {
   // The fixed buffer blocks 8..16 while everything lives; the rest must fit around it.
-  const Problem problem{{fixed_buf(0, 10, 8, 8), buf(0, 5, 8, 8), buf(5, 10, 8, 8),
-                         buf(2, 7, 4, 4), buf(0, 10, 3), buf(4, 4, 50)}};
+  const Problem problem{{fixed_buf(0, 10, 8, 8), buf(0, 5, 8, 8), buf(5, 10, 8, 8), buf(2, 7, 4, 4),
+                         buf(0, 10, 3), buf(4, 4, 50)}};
   const Bytes bound = lower_bound(problem);
   const GreedyPlan greedy = greedy_portfolio(problem, bound);
   const ExactResult exact = exact_search(problem, greedy.offsets, bound, generous());

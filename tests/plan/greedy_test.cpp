@@ -19,9 +19,9 @@ using testing::buf;
 using testing::expect_valid;
 using testing::fixed_buf;
 
-constexpr GreedyOrder kAllOrders[] = {GreedyOrder::Size,      GreedyOrder::Length,
-                                      GreedyOrder::Area,      GreedyOrder::Conflicts,
-                                      GreedyOrder::Pressure,  GreedyOrder::Start};
+constexpr GreedyOrder kAllOrders[] = {GreedyOrder::Size,     GreedyOrder::Length,
+                                      GreedyOrder::Area,     GreedyOrder::Conflicts,
+                                      GreedyOrder::Pressure, GreedyOrder::Start};
 
 TEST(Greedy, EmptyProblemHasEmptyPlan) {
   const GreedyPlan plan = greedy_portfolio(Problem{}, 0);
@@ -133,8 +133,8 @@ TEST(Greedy, BuffersThatOccupyNothingGoToTheirFixedOffsetOrZero) {
 
 TEST(Greedy, FirstFitTakesTheLowestGapAndBestFitTheTightest) {
   // Obstacles leave a 20-byte gap at 10 and a 5-byte gap at 40; the top starts at 55.
-  const Problem problem{{fixed_buf(0, 10, 10, 0), fixed_buf(0, 10, 10, 30),
-                         fixed_buf(0, 10, 10, 45), buf(0, 10, 5)}};
+  const Problem problem{
+      {fixed_buf(0, 10, 10, 0), fixed_buf(0, 10, 10, 30), fixed_buf(0, 10, 10, 45), buf(0, 10, 5)}};
   const GreedyPlan first = greedy_plan(problem, GreedyOrder::Size, Fit::First);
   const GreedyPlan best = greedy_plan(problem, GreedyOrder::Size, Fit::Best);
   expect_valid(problem, first.offsets);

@@ -62,8 +62,8 @@ TEST(Planner, AnArenaPastTheLimitIsAnInvalidArgument) {
 TEST(Planner, AHugeBudgetIsClampedInsteadOfOverflowing) {
   // start + budget used to wrap into the past, which silently skipped the exact search.
   const Problem problem = testing::greedy_is_suboptimal();
-  for (const auto budget : {std::chrono::milliseconds(9'300'000'000'000),
-                            std::chrono::milliseconds::max()}) {
+  for (const auto budget :
+       {std::chrono::milliseconds(9'300'000'000'000), std::chrono::milliseconds::max()}) {
     const Solution solution = plan(problem, {.budget = budget});
     expect_valid(problem, solution);
     EXPECT_EQ(solution.arena_size, 10);

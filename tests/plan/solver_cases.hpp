@@ -45,7 +45,7 @@ inline Problem random_problem(std::mt19937& random, int buffers, Time horizon) {
     b.id = std::to_string(i);
     b.lower = static_cast<Time>(random() % static_cast<unsigned>(horizon));
     b.upper = b.lower + static_cast<Time>(random() % 6);  // zero-length lifetimes included
-    b.size = static_cast<Bytes>(random() % 9) * 8;       // zero sizes included
+    b.size = static_cast<Bytes>(random() % 9) * 8;        // zero sizes included
     b.alignment = Bytes{1} << (random() % 4);
     problem.buffers.push_back(std::move(b));
   }

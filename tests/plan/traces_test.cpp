@@ -74,8 +74,8 @@ INSTANTIATE_TEST_SUITE_P(Quick, MinimallocOptimum,
 
 TEST(Traces, IreeOffsetsAsFixedAreKept) {
   // IREE's own placement, read as fixed offsets: the planner must keep every one of them.
-  const Problem problem = read_csv_file(traces_dir() / "iree" / "iree_mobilenet.csv",
-                                        {.offsets_are_fixed = true});
+  const Problem problem =
+      read_csv_file(traces_dir() / "iree" / "iree_mobilenet.csv", {.offsets_are_fixed = true});
   const Solution solution = plan(problem);
   testing::expect_valid(problem, solution);
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {

@@ -102,8 +102,8 @@ TEST(Validator, AgreesWithPairwiseCheckOnRandomPlacements) {
     for (int i = 0; i < n; ++i) {
       for (int j = i + 1; j < n; ++j) {
         const auto &a = p.buffers[i], &b = p.buffers[j];
-        overlap |= conflicts(a, b) && offsets[i] < offsets[j] + b.size &&
-                   offsets[j] < offsets[i] + a.size;
+        overlap |=
+            conflicts(a, b) && offsets[i] < offsets[j] + b.size && offsets[j] < offsets[i] + a.size;
       }
     }
     EXPECT_EQ(!find_violations(p, offsets).empty(), overlap) << "round " << round;
@@ -132,8 +132,7 @@ TEST(Validator, FindsTheOneMovedBufferAmongThousands) {
     bool overlap = false;
     for (std::size_t j = 0; j < p.buffers.size(); ++j) {
       overlap |= j != k && conflicts(p.buffers[j], p.buffers[k]) &&
-                 moved[j] < moved[k] + p.buffers[k].size &&
-                 moved[k] < moved[j] + p.buffers[j].size;
+                 moved[j] < moved[k] + p.buffers[k].size && moved[k] < moved[j] + p.buffers[j].size;
     }
     invalid += overlap ? 1 : 0;
     EXPECT_EQ(!find_violations(p, moved).empty(), overlap) << "round " << round;

@@ -30,10 +30,9 @@ struct MemoryLevel {
   std::uint64_t limited = 0;
   friend bool operator==(const MemoryLevel&, const MemoryLevel&) = default;
   friend std::ostream& operator<<(std::ostream& os, const MemoryLevel& m) {
-    return os << "{mapped " << m.mapped << ", pool mapped " << m.pool_mapped
-              << ", pool allocated " << m.pool_allocated << ", live rogues " << m.live_rogues
-              << " (" << m.live_rogue_bytes << " B), chunks held " << m.chunks_held
-              << ", limit used " << m.limited << "}";
+    return os << "{mapped " << m.mapped << ", pool mapped " << m.pool_mapped << ", pool allocated "
+              << m.pool_allocated << ", live rogues " << m.live_rogues << " (" << m.live_rogue_bytes
+              << " B), chunks held " << m.chunks_held << ", limit used " << m.limited << "}";
   }
 };
 
@@ -130,7 +129,7 @@ void run_phase(H& h, const Phase& phase) {
   }
 }
 
-inline constexpr int kPausedInStep = 100;           // the buffer allocated inside the open pause
+inline constexpr int kPausedInStep = 100;  // the buffer allocated inside the open pause
 inline constexpr std::size_t kPausedInStepBytes = 3072;
 
 // The events of `program` before `event`, into `owners`; then, with `in_pause`, a pause is opened
@@ -219,11 +218,11 @@ void check_aborts_at_every_event(const AbortScenario& scenario) {
 }
 
 // The scenarios. Sizes are multiples of 256, so pool and rogue bytes add up exactly.
-inline const Program kAbortProgram{alloc(1, 4096), alloc(2, 8192), free_(1), alloc(3, 4096),
-                                   free_(2), free_(3)};
+inline const Program kAbortProgram{alloc(1, 4096), alloc(2, 8192), free_(1),
+                                   alloc(3, 4096), free_(2),       free_(3)};
 // The same step with buffer 2 larger: a break at its event 1.
-inline const Program kDivergentProgram{alloc(1, 4096), alloc(2, 12288), free_(1), alloc(3, 4096),
-                                       free_(2), free_(3)};
+inline const Program kDivergentProgram{alloc(1, 4096), alloc(2, 12288), free_(1),
+                                       alloc(3, 4096), free_(2),        free_(3)};
 // Buffer 9 outlives its step: a rogue the first time, then its site is served by the pool.
 inline const Program kKeepsBuffer9{alloc(1, 4096), alloc(9, 2048), alloc(2, 8192), free_(1),
                                    free_(2)};

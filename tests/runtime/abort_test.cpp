@@ -17,9 +17,7 @@ void check_scenario(const std::string& name) {
 TEST(Abort, WhileRecordingMemoryReturnsToThePreStepLevel) { check_scenario("recording"); }
 TEST(Abort, WhileReplayingMemoryReturnsToThePreStepLevel) { check_scenario("replaying"); }
 TEST(Abort, WithARogueLiveMemoryReturnsToThePreStepLevel) { check_scenario("with a rogue live"); }
-TEST(Abort, AfterABreakMemoryReturnsToThePreStepLevel) {
-  check_scenario("after a break");
-}
+TEST(Abort, AfterABreakMemoryReturnsToThePreStepLevel) { check_scenario("after a break"); }
 TEST(Abort, PastTheBranchCapMemoryReturnsToThePreStepLevel) {
   check_scenario("past the branch cap");
 }

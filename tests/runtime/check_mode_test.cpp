@@ -88,7 +88,8 @@ TEST(CheckMode, PoisonAloneKeepsThePlansAndPoisonsHandOutAndFree) {
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.steps_replayed, 3u);
   EXPECT_EQ(st.breaks, 0u);
-  EXPECT_THAT(h.compiler().report(), HasSubstr("check mode: poison on, no reuse off, guard gaps off"));
+  EXPECT_THAT(h.compiler().report(),
+              HasSubstr("check mode: poison on, no reuse off, guard gaps off"));
 }
 
 TEST(CheckMode, NoAddressIsEverHandedOutTwiceAcrossStepsPausesAndOutsideSteps) {
@@ -97,7 +98,8 @@ TEST(CheckMode, NoAddressIsEverHandedOutTwiceAcrossStepsPausesAndOutsideSteps) {
   const auto keep = [&](const std::vector<void*>& pointers, const Program& program) {
     std::size_t i = 0;
     for (const Op& op : program) {
-      if (op.kind == Op::Alloc) ranges.emplace_back(reinterpret_cast<std::uintptr_t>(pointers[i++]), op.size);
+      if (op.kind == Op::Alloc)
+        ranges.emplace_back(reinterpret_cast<std::uintptr_t>(pointers[i++]), op.size);
     }
   };
   const Program step = dit_step(2, 256);
@@ -223,8 +225,9 @@ TEST(CheckMode, DescribeAddressNamesTheBufferItsStepScopeEventAndFree) {
       auto pause = compiler.pause();
       cache = compiler.allocate(64, {}, "cache");
     }
-    EXPECT_THAT(compiler.describe_address(cache).text,
-                HasSubstr("allocated inside a pause during step 0 'denoise', scope 'denoise/block'"));
+    EXPECT_THAT(
+        compiler.describe_address(cache).text,
+        HasSubstr("allocated inside a pause during step 0 'denoise', scope 'denoise/block'"));
     compiler.deallocate(buffer);
     compiler.deallocate(cache);
     return buffer;
@@ -240,13 +243,15 @@ TEST(CheckMode, DescribeAddressNamesTheBufferItsStepScopeEventAndFree) {
   EXPECT_EQ(r.buffer->allocated.scope, "denoise/block");
   ASSERT_TRUE(r.buffer->freed.has_value());
   EXPECT_EQ(r.buffer->freed->event, 1u);
-  EXPECT_THAT(r.text, AllOf(HasSubstr("byte 5 of buffer 'qkv' (128 B at"),
-                            HasSubstr("allocated in step 0 'denoise' at event 0, scope 'denoise/block'"),
-                            HasSubstr("freed in step 0 'denoise' at event 1"),
-                            HasSubstr("in the check heap: the pages of a freed allocation, unmapped")));
+  EXPECT_THAT(r.text,
+              AllOf(HasSubstr("byte 5 of buffer 'qkv' (128 B at"),
+                    HasSubstr("allocated in step 0 'denoise' at event 0, scope 'denoise/block'"),
+                    HasSubstr("freed in step 0 'denoise' at event 1"),
+                    HasSubstr("in the check heap: the pages of a freed allocation, unmapped")));
   EXPECT_FALSE(r.mapped);
   const AddressReport w = compiler.describe_address(weights);
-  EXPECT_THAT(w.text, AllOf(HasSubstr("buffer 'weights'"), HasSubstr("allocated outside steps (before step 0), alive")));
+  EXPECT_THAT(w.text, AllOf(HasSubstr("buffer 'weights'"),
+                            HasSubstr("allocated outside steps (before step 0), alive")));
   EXPECT_TRUE(w.mapped);
   int local = 0;
   EXPECT_EQ(compiler.describe_address(&local).kind, AddressKind::NotOwned);
@@ -305,8 +310,9 @@ TEST(CheckMode, DoubleAndInteriorFreesSayWhatTheBufferWas) {
         h.compiler().deallocate(qkv);
         ADD_FAILURE() << "double free accepted";
       } catch (const arena::DoubleFree& e) {
-        EXPECT_THAT(e.what(), AllOf(HasSubstr("check mode: buffer 'qkv' (4096 B"),
-                                    HasSubstr(fmt::format("freed in step {} 'denoise' at event 2", s))))
+        EXPECT_THAT(e.what(),
+                    AllOf(HasSubstr("check mode: buffer 'qkv' (4096 B"),
+                          HasSubstr(fmt::format("freed in step {} 'denoise' at event 2", s))))
             << "fresh addresses: " << check.fresh_addresses();
       }
       try {

@@ -25,7 +25,8 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 void cuda_ok(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
 constexpr std::size_t kWords = std::size_t{256} << 10;  // 1 MiB
@@ -57,11 +58,14 @@ Outcome planted_bug(const CheckOptions& check) {
     options.pool_chunk_bytes = std::size_t{2} << 20;
     options.check = check;
     Compiler compiler(backend, options);
-    // The side stream's output, allocated there: the side stream becomes a user of memplan's memory.
-    auto* side_output = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, StreamRef{side}, "side output"));
+    // The side stream's output, allocated there: the side stream becomes a user of memplan's
+    // memory.
+    auto* side_output =
+        static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, StreamRef{side}, "side output"));
     for (int s = 0; s < 2; ++s) {  // recorded, then replayed
       auto step = compiler.step("denoise");
-      auto* a = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, StreamRef{main_stream}, "activations"));
+      auto* a = static_cast<std::uint32_t*>(
+          compiler.allocate(4 * kWords, StreamRef{main_stream}, "activations"));
       arena::test::launch_iota(a, kWords, 0x1000u, main_stream);
       // The reader waits for the writer (correct), then reads late...
       cuda_ok(cudaEventRecord(written, main_stream), "cudaEventRecord");
@@ -70,13 +74,15 @@ Outcome planted_bug(const CheckOptions& check) {
       cuda_ok(cudaGetLastError(), "launch");
       // ... but the main stream frees `a` with no event from the side stream: the planted bug.
       compiler.deallocate(a, StreamRef{main_stream});
-      auto* b = static_cast<std::uint32_t*>(compiler.allocate(4 * kWords, StreamRef{main_stream}, "next"));
+      auto* b = static_cast<std::uint32_t*>(
+          compiler.allocate(4 * kWords, StreamRef{main_stream}, "next"));
       arena::test::launch_iota(b, kWords, kNext, main_stream);
       cuda_ok(cudaGetLastError(), "launch");
       cuda_ok(cudaStreamSynchronize(side), "cudaStreamSynchronize(side)");
       cuda_ok(cudaStreamSynchronize(main_stream), "cudaStreamSynchronize(main)");
       out.seen.assign(kWords, 0);
-      cuda_ok(cudaMemcpy(out.seen.data(), side_output, 4 * kWords, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      cuda_ok(cudaMemcpy(out.seen.data(), side_output, 4 * kWords, cudaMemcpyDeviceToHost),
+              "cudaMemcpy");
       out.reused = a == b;
       out.report = compiler.describe_address(a + kWords / 2).text;
       compiler.deallocate(b, StreamRef{main_stream});
@@ -96,9 +102,11 @@ Outcome planted_bug(const CheckOptions& check) {
 TEST(GpuCheckMode, ALateSideStreamReaderSeesPoisonAndTheReportNamesTheBuffer) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   const Outcome normal = planted_bug({});
-  ASSERT_TRUE(normal.reused) << "the premise: in normal mode the next buffer reuses the freed range";
+  ASSERT_TRUE(normal.reused)
+      << "the premise: in normal mode the next buffer reuses the freed range";
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < kWords; ++i) wrong += normal.seen[i] == kNext + static_cast<std::uint32_t>(i) ? 1 : 0;
+  for (std::size_t i = 0; i < kWords; ++i)
+    wrong += normal.seen[i] == kNext + static_cast<std::uint32_t>(i) ? 1 : 0;
   EXPECT_EQ(wrong, kWords) << "normal mode: the reader should silently get the next buffer's data";
   EXPECT_THAT(normal.report, HasSubstr("check mode is off"));
 

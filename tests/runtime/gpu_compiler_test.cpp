@@ -7,10 +7,10 @@
 
 #include <random>
 
-#include "memplan/arena/cuda_vmm_backend.hpp"
 #include "abort_cases.hpp"
-#include "support/gpu.hpp"
+#include "memplan/arena/cuda_vmm_backend.hpp"
 #include "rogue_cases.hpp"
+#include "support/gpu.hpp"
 
 namespace memplan::testing {
 namespace {
@@ -83,7 +83,7 @@ TEST(GpuCompiler, ReplayedBuffersAreUsableByKernelsAfterRelease) {
   h.run_step(step);
   h.compiler().release();  // unmapped, addresses kept
   EXPECT_EQ(h.compiler().stats().mapped_bytes, 0u);
-  h.run_step(step);        // mapped back: fills and checks run on device memory again
+  h.run_step(step);  // mapped back: fills and checks run on device memory again
   EXPECT_EQ(h.compiler().stats().breaks, 0u);
 }
 

@@ -7,8 +7,8 @@
 namespace memplan::testing {
 namespace {
 
-const Program kProgram{alloc(1, 4096), alloc(2, 8192), free_(1), alloc(3, 4096), free_(2),
-                       free_(3)};
+const Program kProgram{alloc(1, 4096), alloc(2, 8192), free_(1),
+                       alloc(3, 4096), free_(2),       free_(3)};
 
 TEST(Misuse, DoubleFreeIsNamedAndChangesNothing) {
   Harness h;
@@ -67,7 +67,7 @@ TEST(Misuse, AScopeOpenedOutsideAStepSurvivesTheStep) {
   h.run_step(kProgram);
   {
     auto step = h.compiler().step("denoise");
-    h.compiler().begin_scope("block");  // left open: closed with the step
+    h.compiler().begin_scope("block");       // left open: closed with the step
     void* p = h.compiler().allocate(12345);  // not on record: a break, logged with its scope
     h.compiler().deallocate(p);
   }

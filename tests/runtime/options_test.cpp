@@ -32,8 +32,8 @@ TEST(Options, ChunksMustBeWholeGranulesOfTheBackend) {
                                   HasSubstr("granularity " + granule)));
   o = Harness::small_options();
   o.pool_chunk_bytes = (std::size_t{2} << 20) + 1;
-  EXPECT_THAT(rejection(o), AllOf(HasSubstr("pool_chunk_bytes 2097153"),
-                                  HasSubstr("granularity " + granule)));
+  EXPECT_THAT(rejection(o),
+              AllOf(HasSubstr("pool_chunk_bytes 2097153"), HasSubstr("granularity " + granule)));
   o = Harness::small_options();
   o.chunk_bytes = 0;
   EXPECT_THAT(rejection(o), HasSubstr("chunk_bytes 0 is outside"));

@@ -32,8 +32,8 @@ class OtherUser {
 
 // Leaves `left` bytes of the limit to the compiler.
 std::unique_ptr<OtherUser> leave_only(LimitedHarness& h, std::size_t left) {
-  return std::make_unique<OtherUser>(h.backend(), h.backend().limit_bytes() -
-                                                      h.backend().used_bytes() - left);
+  return std::make_unique<OtherUser>(h.backend(),
+                                     h.backend().limit_bytes() - h.backend().used_bytes() - left);
 }
 
 // The message of the OutOfMemory that `f` throws; a failure if it throws nothing.
@@ -202,8 +202,9 @@ TEST(OutOfMemory, OutsideStepsAndFromAnotherThreadThePoolIsNamedWithTheReason) {
                 "mapped: 0 B in the planned arena, 0 B in the pool"});
   auto step = h.compiler().step("denoise");
   std::string message;
-  std::thread([&] { message = out_of_memory_message([&] { (void)h.compiler().allocate(kMiB); }); })
-      .join();
+  std::thread([&] {
+    message = out_of_memory_message([&] { (void)h.compiler().allocate(kMiB); });
+  }).join();
   expect_names(message, {"allocate 1048576 B in the persistent pool (from another thread, in step "
                          "'denoise' at event 0)"});
 }

@@ -26,9 +26,9 @@ namespace memplan::testing {
 
 struct PerturbConfig {
   unsigned seed = 1;
-  int bases = 3;              // distinct base programs
-  int events = 10;            // allocations per base program
-  int menu = 6;               // perturbations on each base's menu (the first five: one of each kind)
+  int bases = 3;    // distinct base programs
+  int events = 10;  // allocations per base program
+  int menu = 6;     // perturbations on each base's menu (the first five: one of each kind)
   int max_perturbations = 2;  // per step, 0..max drawn uniformly
   std::string step_name = "denoise";
   bool record_script = false;  // keep the run as a step script up to its first seen-path failure
@@ -92,8 +92,8 @@ inline std::vector<std::pair<int, int>> swappable_frees(const Program& program) 
 // A base's menu: one perturbation of each kind, then kinds at random. A swap takes two frees that
 // can trade places, so that it changes the path.
 inline std::vector<Perturbation> random_menu(std::mt19937& rng, const Program& base, int entries) {
-  const auto events = static_cast<int>(std::count_if(
-      base.begin(), base.end(), [](const Op& op) { return op.kind == Op::Alloc; }));
+  const auto events = static_cast<int>(
+      std::count_if(base.begin(), base.end(), [](const Op& op) { return op.kind == Op::Alloc; }));
   std::vector<Perturbation> menu;
   for (int e = 0; e < entries; ++e) {
     const auto kind = static_cast<Perturbation::Kind>(
@@ -131,8 +131,12 @@ inline void apply(Program& program, const Perturbation& p) {
       if (f != program.end()) program.erase(f);
       program.erase(find(Op::Alloc, p.id));
       break;
-    case Perturbation::Resize: a->size = p.size; break;
-    case Perturbation::TogglePause: a->paused = !a->paused; break;
+    case Perturbation::Resize:
+      a->size = p.size;
+      break;
+    case Perturbation::TogglePause:
+      a->paused = !a->paused;
+      break;
     case Perturbation::Leak:
       if (f != program.end()) program.erase(f);
       break;
@@ -164,15 +168,15 @@ struct PerturbedCounts {
   std::uint64_t mismatches = 0;
   std::uint64_t breaks = 0;
   std::uint64_t seen_path_steps = 0;
-  std::uint64_t breaks_on_seen_paths = 0;        // breaks in steps of a seen path
+  std::uint64_t breaks_on_seen_paths = 0;  // breaks in steps of a seen path
   std::array<std::uint64_t, kBreakReasons> seen_path_breaks_by_reason{};
   std::uint64_t seen_path_steps_that_broke = 0;
-  std::uint64_t seen_path_memory_calls = 0;      // backend memory calls in those that leak nothing
+  std::uint64_t seen_path_memory_calls = 0;  // backend memory calls in those that leak nothing
   std::uint64_t leaking_seen_path_memory_calls = 0;  // ... and in those that leak (their cost)
   std::uint64_t distinct_keys = 0;
   std::uint64_t rogues = 0;
-  std::uint64_t dynamic_steps = 0;               // served past the branch cap
-  std::uint64_t leaked = 0;                      // buffers live past their step's end
+  std::uint64_t dynamic_steps = 0;  // served past the branch cap
+  std::uint64_t leaked = 0;         // buffers live past their step's end
   std::uint64_t freed_between_steps = 0;
   std::uint64_t freed_in_later_steps = 0;
 
@@ -187,8 +191,8 @@ struct PerturbedCounts {
         << break_reason_name(static_cast<BreakReason>(r));
     }
     s << "), " << seen_path_memory_calls << " memory calls in seen-path steps that leak nothing ("
-      << leaking_seen_path_memory_calls << " in those that leak), " << breaks << " breaks in all, " << distinct_keys
-      << " distinct paths, " << rogues << " rogues, " << dynamic_steps
+      << leaking_seen_path_memory_calls << " in those that leak), " << breaks << " breaks in all, "
+      << distinct_keys << " distinct paths, " << rogues << " rogues, " << dynamic_steps
       << " steps past the branch cap, " << leaked << " buffers leaked past end (freed "
       << freed_between_steps << " between steps, " << freed_in_later_steps
       << " inside later steps)";

@@ -40,7 +40,8 @@ PerturbedCounts run_perturbed(const CompilerOptions& options, PerturbConfig conf
     const auto fails = [&](const std::string& s) { return fails_on_a_seen_path(s, options); };
     if (fails(runner.script())) {
       ADD_FAILURE() << "the first failure, shrunk to a step script (branch cap "
-                    << options.branch_cap << "):\n" << shrink_script(runner.script(), fails);
+                    << options.branch_cap << "):\n"
+                    << shrink_script(runner.script(), fails);
     } else {
       ADD_FAILURE() << "the first failure did not replay as a step script";
     }

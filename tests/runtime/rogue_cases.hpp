@@ -56,8 +56,10 @@ F 41
 end
 )");
   ASSERT_EQ(steps.size(), 5u);
-  const std::vector<std::uint64_t> expected{0, 1, 1, 0, 0};  // new paths once each, seen paths never
-  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, expected[s]) << "step " << s;
+  const std::vector<std::uint64_t> expected{0, 1, 1, 0,
+                                            0};  // new paths once each, seen paths never
+  for (std::size_t s = 0; s < steps.size(); ++s)
+    EXPECT_EQ(steps[s].breaks, expected[s]) << "step " << s;
   h.expect_all_intact();
 }
 
@@ -86,7 +88,8 @@ end
   EXPECT_EQ(steps[3].memory_calls, 0u);
   // The late free is no break: the step passes the path's Free node with the buffer live.
   const std::vector<std::uint64_t> breaks{0, 0, 0, 0};
-  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
+  for (std::size_t s = 0; s < steps.size(); ++s)
+    EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
 }
 
 // A learned site leaked again: its buffer stays in the pool, so the next step's allocation there
@@ -118,7 +121,8 @@ end
 )");
   ASSERT_EQ(steps.size(), 5u);
   const std::vector<std::uint64_t> breaks{0, 0, 0, 0, 0};  // leaks pass the Free node late
-  for (std::size_t s = 0; s < steps.size(); ++s) EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
+  for (std::size_t s = 0; s < steps.size(); ++s)
+    EXPECT_EQ(steps[s].breaks, breaks[s]) << "step " << s;
   EXPECT_EQ(steps[3].memory_calls, 0u);  // 3 is still live in the pool: 4 takes the room mapped
   EXPECT_EQ(steps[4].memory_calls, 0u);
   EXPECT_LE(h.compiler().stats().pool_mapped_bytes, 2u * 2097152);  // 3 and 4, no more
@@ -205,8 +209,8 @@ void a_rogue_costs_its_own_chunks() {
   EXPECT_LE(r.mapped_bytes + r.pool_mapped_bytes, p.mapped_bytes + p.pool_mapped_bytes + allowance)
       << rogue.compiler().report();
   // The rogues' own chunks, not the plan, are what the arena holds beyond the plan.
-  EXPECT_LE(r.mapped_bytes, chunks_of(r.planned_peak_bytes) + chunks_of(r.live_rogue_bytes) +
-                                kBlocks * chunk);
+  EXPECT_LE(r.mapped_bytes,
+            chunks_of(r.planned_peak_bytes) + chunks_of(r.live_rogue_bytes) + kBlocks * chunk);
 
   rogue.release(kRope);
   for (int b = 0; b < kBlocks; ++b) rogue.release(kStatsBase + b);

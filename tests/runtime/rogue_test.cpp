@@ -13,8 +13,8 @@ TEST(Rogues, CacheAndPooledStatisticsOutsidePauseStayFlat) {
   EXPECT_LE(history.back().breaks, 2u);
   for (int s = 8; s < 50; ++s) EXPECT_EQ(history[s], history[7]) << "step " << s;
   const Stats st = h.compiler().stats();
-  EXPECT_GE(st.learned_rogue_sites, 1u + kBlocks);     // the cache and each block's statistics
-  EXPECT_LE(st.rogues, 1u + 2u * kBlocks);             // found once or twice per site, never per step
+  EXPECT_GE(st.learned_rogue_sites, 1u + kBlocks);  // the cache and each block's statistics
+  EXPECT_LE(st.rogues, 1u + 2u * kBlocks);          // found once or twice per site, never per step
   EXPECT_GE(st.learned_site_allocations, 40u * kBlocks);  // later steps use the pool
   // Rogues cost their own size, not a chunk each.
   EXPECT_LE(st.live_rogue_bytes, 3u * 2048 * 64 + kBlocks * 32u * 128 * 4);
@@ -47,7 +47,7 @@ TEST(Rogues, ABufferFreedOneStepLateIsLearnedWithoutABreak) {
     auto step = h.compiler().step("denoise");
     if (h.is_live(7)) h.release(7);  // the previous step's buffer, one step late
     h.allocate(1, 1 << 16);
-    h.allocate(7, 12345);            // kept to the next step
+    h.allocate(7, 12345);  // kept to the next step
     h.allocate(2, 1 << 16);
     h.release(1);
     h.release(2);

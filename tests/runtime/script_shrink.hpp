@@ -19,9 +19,9 @@ namespace shrink_detail {
 
 struct Line {
   std::string text;
-  char op = 0;     // 's' step, 'e' end, 'A', 'F'
-  int step = -1;   // the step block the line is in or ends (-1: outside any step)
-  int buffer = -1; // the buffer an A or F line names
+  char op = 0;               // 's' step, 'e' end, 'A', 'F'
+  int step = -1;             // the step block the line is in or ends (-1: outside any step)
+  int buffer = -1;           // the buffer an A or F line names
   bool step_marker = false;  // a `step` or `end` line
 };
 
@@ -79,10 +79,12 @@ inline std::string ddmin(const std::vector<Line>& lines, const std::vector<int>&
     const std::size_t chunk = (alive.size() + n - 1) / n;
     bool reduced = false;
     for (std::size_t start = 0; start < alive.size(); start += chunk) {
-      std::vector<int> complement(alive.begin(), alive.begin() + static_cast<std::ptrdiff_t>(start));
-      complement.insert(complement.end(),
-                        alive.begin() + static_cast<std::ptrdiff_t>(std::min(start + chunk, alive.size())),
-                        alive.end());
+      std::vector<int> complement(alive.begin(),
+                                  alive.begin() + static_cast<std::ptrdiff_t>(start));
+      complement.insert(
+          complement.end(),
+          alive.begin() + static_cast<std::ptrdiff_t>(std::min(start + chunk, alive.size())),
+          alive.end());
       if (fails(script_of(complement))) {
         alive = std::move(complement);
         n = std::max<std::size_t>(n - 1, 2);

@@ -13,8 +13,12 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 // while recording) that leaves the hole unused and touches 8 MiB; the plan, knowing every
 // lifetime, needs 6 MiB. So the memory mapped after the recording shows whether it was trimmed.
 Program conditioned_dit_step() {
-  Program p{alloc(1000, 2 * kMiB, "timestep"), alloc(1001, 2 * kMiB, "context"), free_(1000),
-            alloc(1002, 4 * kMiB, "latents"), free_(1001), free_(1002)};
+  Program p{alloc(1000, 2 * kMiB, "timestep"),
+            alloc(1001, 2 * kMiB, "context"),
+            free_(1000),
+            alloc(1002, 4 * kMiB, "latents"),
+            free_(1001),
+            free_(1002)};
   for (const Op& op : dit_step(8, 4096)) p.push_back(op);
   return p;
 }

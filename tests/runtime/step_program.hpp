@@ -24,7 +24,7 @@ struct Op {
   int id;
   std::size_t size = 0;
   std::string tag;
-  bool paused = false;  // allocate inside a pause scope
+  bool paused = false;        // allocate inside a pause scope
   std::size_t alignment = 0;  // 0: the compiler's default
 };
 using Program = std::vector<Op>;

@@ -78,11 +78,10 @@ std::vector<ScriptStep> run_script(H& h, const std::string& script) {
     } else if (op == "end") {
       h.compiler().end_step();
       const Stats after = h.compiler().stats();
-      steps.push_back({after.breaks - breaks_before,
-                       h.backend().calls().memory_calls() - calls_before,
-                       after.steps_dynamic != dynamic_before, path.str(),
-                       std::any_of(allocated.begin(), allocated.end(),
-                                   [&](int id) { return h.is_live(id); })});
+      steps.push_back(
+          {after.breaks - breaks_before, h.backend().calls().memory_calls() - calls_before,
+           after.steps_dynamic != dynamic_before, path.str(),
+           std::any_of(allocated.begin(), allocated.end(), [&](int id) { return h.is_live(id); })});
     } else if (op == "A") {
       int id = 0;
       std::size_t bytes = 0;

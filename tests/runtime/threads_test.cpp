@@ -2,8 +2,8 @@
 // frees; steps driven from a thread that is not the lock's owner; and a stress run of two
 // compilers on one limiting backend. Checked by fill patterns, counts and bytes (and by ASan and
 // TSan in the sanitizer builds), never by time.
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -73,7 +73,8 @@ TEST(Threads, StepsDrivenByAThreadThatDoesNotOwnTheLockAreStillReplayed) {
   std::thread driver([&] {
     for (int s = 0; s < 50; ++s) run_checked_step(h.compiler(), program);
   });
-  for (int i = 0; i < 2000; ++i) h.compiler().deallocate(h.compiler().allocate(4096));  // outside steps here
+  for (int i = 0; i < 2000; ++i)
+    h.compiler().deallocate(h.compiler().allocate(4096));  // outside steps here
   driver.join();
   const Stats st = h.compiler().stats();
   EXPECT_EQ(st.breaks, 0u);
@@ -167,7 +168,8 @@ TEST(Threads, TwoCompilersOnASharedLimitStayExactUnderStepsAndPoolTraffic) {
   arena::HostBackend host(arena::HostBackendOptions{.commit = false});
   arena::LimitingBackend limited(host, std::size_t{256} << 20);
   std::array<Lane, 2> lanes;
-  for (Lane& lane : lanes) lane.compiler = std::make_unique<Compiler>(limited, Harness::small_options());
+  for (Lane& lane : lanes)
+    lane.compiler = std::make_unique<Compiler>(limited, Harness::small_options());
 
   std::vector<std::thread> threads;
   for (Lane& lane : lanes) {

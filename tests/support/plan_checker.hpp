@@ -55,8 +55,8 @@ inline Wide end_address(const Buffer& b, Bytes offset) { return Wide{offset} + W
 inline std::string describe_placed(const Problem& problem, std::span<const Bytes> offsets,
                                    std::size_t i) {
   const Buffer& b = problem.buffers[i];
-  return fmt::format("buffer {} ('{}', [{}, {}) at {} + {})", i, b.id, b.lower, b.upper,
-                     offsets[i], b.size);
+  return fmt::format("buffer {} ('{}', [{}, {}) at {} + {})", i, b.id, b.lower, b.upper, offsets[i],
+                     b.size);
 }
 
 // The first pair of buffers that share a byte while both are alive, by brute force: O(n^2).
@@ -112,8 +112,7 @@ inline std::optional<std::pair<std::size_t, std::size_t>> overlap_by_sweep(
 // valid plan: one offset per buffer, each >= 0, a multiple of its alignment (a power of two),
 // equal to its fixed offset if it has one, and no overlap. With arena_size given, also checks
 // that every buffer that holds bytes ends at or below it.
-inline std::optional<std::string> plan_fault(const Problem& problem,
-                                             std::span<const Bytes> offsets,
+inline std::optional<std::string> plan_fault(const Problem& problem, std::span<const Bytes> offsets,
                                              std::optional<Bytes> arena_size = std::nullopt) {
   if (offsets.size() != problem.buffers.size()) {
     return fmt::format("{} offsets for {} buffers", offsets.size(), problem.buffers.size());
@@ -147,8 +146,7 @@ inline std::optional<std::string> plan_fault(const Problem& problem,
 
 // plan_fault for a whole Solution, plus its reported numbers: arena_size is exactly the highest
 // end of a buffer that holds bytes, and the lower bound does not exceed it.
-inline std::optional<std::string> solution_fault(const Problem& problem,
-                                                 const Solution& solution) {
+inline std::optional<std::string> solution_fault(const Problem& problem, const Solution& solution) {
   if (auto fault = plan_fault(problem, solution.offsets, solution.arena_size)) return fault;
   Wide top = 0;
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {

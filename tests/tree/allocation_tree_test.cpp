@@ -27,7 +27,7 @@ TEST(AllocationTree, MatchesAllocationsByKeyFreesByBufferAndEnds) {
   EXPECT_EQ(g.find_alloc(g.root(), {64, 256, 0}, kAny), a);
   EXPECT_EQ(g.find_alloc(g.root(), {64, 512, 0}, kAny), kNoNode);  // alignment differs
   EXPECT_EQ(g.find_alloc(a, {128, 256, 7}, kAny), b);
-  EXPECT_EQ(g.find_alloc(a, {128, 256, 8}, kAny), kNoNode);        // tag differs
+  EXPECT_EQ(g.find_alloc(a, {128, 256, 8}, kAny), kNoNode);  // tag differs
   EXPECT_EQ(g.find_free(b, a), f);
   EXPECT_EQ(g.find_free(b, b), kNoNode);
   EXPECT_EQ(g.find_end(f), g.branch(br).end);

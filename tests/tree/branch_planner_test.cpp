@@ -2,8 +2,8 @@
 // fixed_ranges; planning writes offsets to the new nodes only.
 #include <gtest/gtest.h>
 
-#include "memplan/tree/branch_planner.hpp"
 #include "memplan/plan/validator.hpp"
+#include "memplan/tree/branch_planner.hpp"
 
 namespace memplan::tree {
 namespace {

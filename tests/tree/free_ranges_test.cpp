@@ -11,12 +11,12 @@ namespace {
 
 TEST(FreeRanges, AllocatesBestFitAndAligned) {
   FreeRanges r(1000);
-  r.occupy(100, 100);  // free: [0,100) [200,1000)
-  r.occupy(250, 50);   // free: [0,100) [200,250) [300,1000)
-  EXPECT_EQ(r.allocate(40, 1), 200);   // the 50-byte hole fits best
-  EXPECT_EQ(r.allocate(64, 64), 0);    // the 100-byte hole, aligned
-  EXPECT_EQ(r.allocate(30, 16), 64);   // the 10-byte hole is too small; the 36-byte one fits
-  EXPECT_EQ(r.high_water(), 300);      // occupy() counts too
+  r.occupy(100, 100);                 // free: [0,100) [200,1000)
+  r.occupy(250, 50);                  // free: [0,100) [200,250) [300,1000)
+  EXPECT_EQ(r.allocate(40, 1), 200);  // the 50-byte hole fits best
+  EXPECT_EQ(r.allocate(64, 64), 0);   // the 100-byte hole, aligned
+  EXPECT_EQ(r.allocate(30, 16), 64);  // the 10-byte hole is too small; the 36-byte one fits
+  EXPECT_EQ(r.high_water(), 300);     // occupy() counts too
   EXPECT_FALSE(r.allocate(2000, 1));
 }
 

@@ -40,8 +40,7 @@ std::chrono::milliseconds parse_budget(std::string_view text) {
     throw UsageError(fmt::format("--budget-ms '{}' is not a non-negative integer", text));
   }
   if (error == std::errc::result_out_of_range || ms > kMaxBudgetMs || ms < 0) {
-    throw UsageError(fmt::format("--budget-ms {} is outside [0, {}] (7 days)", text,
-                                 kMaxBudgetMs));
+    throw UsageError(fmt::format("--budget-ms {} is outside [0, {}] (7 days)", text, kMaxBudgetMs));
   }
   return std::chrono::milliseconds(ms);
 }
@@ -76,8 +75,8 @@ PlanArgs parse_args(std::span<const std::string_view> args) {
   }
   if (parsed.files.empty()) throw UsageError("no trace file given (memplan plan FILE.csv)");
   if (!parsed.out.empty() && parsed.files.size() != 1) {
-    throw UsageError(fmt::format("--out takes the plan of exactly one trace, not {}",
-                                 parsed.files.size()));
+    throw UsageError(
+        fmt::format("--out takes the plan of exactly one trace, not {}", parsed.files.size()));
   }
   return parsed;
 }
@@ -119,8 +118,8 @@ struct Printer {
   void print(const std::filesystem::path& file, std::size_t buffers, const plan::Solution& s) {
     if (json) return print_json(file, buffers, s);
     if (!header_printed) {
-      fmt::print(kRowFormat, "trace", "buffers", "lower bound", "arena size", "ratio",
-                 "algorithm", "proven", "time (ms)");
+      fmt::print(kRowFormat, "trace", "buffers", "lower bound", "arena size", "ratio", "algorithm",
+                 "proven", "time (ms)");
       header_printed = true;
     }
     print_row(file, buffers, s);

@@ -92,7 +92,9 @@ class Arena {
   const StreamUsers& users() const noexcept { return users_; }
 
   void* base() const noexcept { return base_; }
-  void* address(std::size_t offset) const noexcept { return static_cast<std::byte*>(base_) + offset; }
+  void* address(std::size_t offset) const noexcept {
+    return static_cast<std::byte*>(base_) + offset;
+  }
   bool contains(const void* p) const noexcept {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     const auto b = reinterpret_cast<std::uintptr_t>(base_);

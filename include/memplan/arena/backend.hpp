@@ -35,32 +35,71 @@ class PhysicalBackend {
   std::string_view name() const noexcept { return do_name(); }
 
   // Reserves `bytes` of address space, inaccessible until mapped.
-  void* reserve_va(std::size_t bytes) { count(Call::ReserveVa); return do_reserve_va(bytes); }
-  void free_va(void* va, std::size_t bytes) { count(Call::FreeVa); do_free_va(va, bytes); }
+  void* reserve_va(std::size_t bytes) {
+    count(Call::ReserveVa);
+    return do_reserve_va(bytes);
+  }
+  void free_va(void* va, std::size_t bytes) {
+    count(Call::FreeVa);
+    do_free_va(va, bytes);
+  }
   // Physical memory of `bytes`; throws OutOfMemory when there is none.
-  ChunkHandle create_chunk(std::size_t bytes) { count(Call::CreateChunk); return do_create_chunk(bytes); }
+  ChunkHandle create_chunk(std::size_t bytes) {
+    count(Call::CreateChunk);
+    return do_create_chunk(bytes);
+  }
   // Drops the handle; the memory is freed once no mapping refers to it (as cuMemRelease).
-  void release_chunk(ChunkHandle chunk) { count(Call::ReleaseChunk); do_release_chunk(chunk); }
+  void release_chunk(ChunkHandle chunk) {
+    count(Call::ReleaseChunk);
+    do_release_chunk(chunk);
+  }
   // Maps the whole chunk at `va`; not accessible until set_access. One chunk may be mapped at
   // several addresses, which then alias.
-  void map(void* va, std::size_t bytes, ChunkHandle chunk) { count(Call::Map); do_map(va, bytes, chunk); }
+  void map(void* va, std::size_t bytes, ChunkHandle chunk) {
+    count(Call::Map);
+    do_map(va, bytes, chunk);
+  }
   // Makes a mapped range (possibly spanning several chunks) readable and writable.
-  void set_access(void* va, std::size_t bytes) { count(Call::SetAccess); do_set_access(va, bytes); }
+  void set_access(void* va, std::size_t bytes) {
+    count(Call::SetAccess);
+    do_set_access(va, bytes);
+  }
   // Unmaps a mapped range (possibly spanning several chunks); the addresses stay reserved.
-  void unmap(void* va, std::size_t bytes) { count(Call::Unmap); do_unmap(va, bytes); }
+  void unmap(void* va, std::size_t bytes) {
+    count(Call::Unmap);
+    do_unmap(va, bytes);
+  }
 
-  FenceHandle create_fence(StreamRef stream) { count(Call::CreateFence); return do_create_fence(stream); }
+  FenceHandle create_fence(StreamRef stream) {
+    count(Call::CreateFence);
+    return do_create_fence(stream);
+  }
   // Marks the point, in `stream`, after all work queued so far.
-  void record_fence(FenceHandle fence, StreamRef stream) { count(Call::RecordFence); do_record_fence(fence, stream); }
+  void record_fence(FenceHandle fence, StreamRef stream) {
+    count(Call::RecordFence);
+    do_record_fence(fence, stream);
+  }
   // Blocks the host until the work before the recorded point is complete.
-  void wait_fence(FenceHandle fence) { count(Call::WaitFence); do_wait_fence(fence); }
+  void wait_fence(FenceHandle fence) {
+    count(Call::WaitFence);
+    do_wait_fence(fence);
+  }
   // Whether the work before the recorded point is complete, without blocking (a fence never
   // recorded has passed).
-  bool fence_passed(FenceHandle fence) { count(Call::QueryFence); return do_fence_passed(fence); }
-  void destroy_fence(FenceHandle fence) { count(Call::DestroyFence); do_destroy_fence(fence); }
+  bool fence_passed(FenceHandle fence) {
+    count(Call::QueryFence);
+    return do_fence_passed(fence);
+  }
+  void destroy_fence(FenceHandle fence) {
+    count(Call::DestroyFence);
+    do_destroy_fence(fence);
+  }
 
   // Physical bytes still free where chunks come from (for error messages).
-  std::size_t free_bytes() { count(Call::QueryFree); return do_free_bytes(); }
+  std::size_t free_bytes() {
+    count(Call::QueryFree);
+    return do_free_bytes();
+  }
 
   // Writes `pattern` to every 32-bit word of [va, va + bytes) in the order of `stream`: after the
   // work queued there so far, before the work queued later (cuMemsetD32Async; inside a CUDA stream
@@ -70,7 +109,8 @@ class PhysicalBackend {
 
   CallCounts calls() const noexcept {
     CallCounts out;
-    for (std::size_t i = 0; i < kCallKinds; ++i) out.n[i] = counts_[i].load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < kCallKinds; ++i)
+      out.n[i] = counts_[i].load(std::memory_order_relaxed);
     return out;
   }
 

@@ -26,8 +26,8 @@
 #include <deque>
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 namespace memplan::arena {
 
@@ -55,12 +55,12 @@ enum class CheckRegion : std::uint8_t {
 std::string_view to_string(CheckRegion region) noexcept;
 
 struct CheckHeapStats {
-  std::size_t allocations = 0;    // made so far
-  std::size_t live = 0;           // not freed
-  std::size_t live_bytes = 0;     // pages mapped for live allocations
-  std::size_t pending = 0;        // freed, pages mapped until their streams pass the free
+  std::size_t allocations = 0;  // made so far
+  std::size_t live = 0;         // not freed
+  std::size_t live_bytes = 0;   // pages mapped for live allocations
+  std::size_t pending = 0;      // freed, pages mapped until their streams pass the free
   std::size_t pending_bytes = 0;
-  std::size_t released = 0;       // freed and unmapped
+  std::size_t released = 0;            // freed and unmapped
   std::size_t address_bytes_used = 0;  // of the reservation, gaps included; never reused
   std::size_t reserved_bytes = 0;
 };
@@ -109,7 +109,7 @@ class CheckHeap {
   struct Slot {
     std::uintptr_t begin = 0;  // the allocation's pages: [begin, begin + span)
     std::size_t span = 0;
-    std::uintptr_t user = 0;   // what allocate() returned
+    std::uintptr_t user = 0;  // what allocate() returned
     ChunkHandle chunk = 0;
     State state = State::Live;
   };

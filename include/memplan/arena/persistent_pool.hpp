@@ -38,13 +38,14 @@ struct PoolStats {
   std::size_t largest_free_block = 0;
   std::size_t mapped_bytes = 0;
   std::size_t reserved_bytes = 0;
-  std::size_t blocks = 0;           // live and free, as the pool tracks them
+  std::size_t blocks = 0;  // live and free, as the pool tracks them
 };
 
 class PersistentPool {
  public:
-  static constexpr std::size_t kAlignment = 256;     // of every allocation, and its size granule
-  static constexpr std::size_t kMaxAlignment = 4096;  // allocate(bytes, alignment) accepts up to this
+  static constexpr std::size_t kAlignment = 256;  // of every allocation, and its size granule
+  static constexpr std::size_t kMaxAlignment =
+      4096;  // allocate(bytes, alignment) accepts up to this
   // Anything larger is a bug (a negative size cast to size_t, say): InvalidArgument, not OOM.
   static constexpr std::size_t kMaxRequestBytes = std::size_t{1} << 47;
 
@@ -57,10 +58,12 @@ class PersistentPool {
   // OutOfMemory (requested, mapped, reserved, free) when the arena cannot grow; the pool stays
   // usable after either.
   void* allocate(std::size_t bytes) {
-    if (bytes - 1 >= kMaxRequestBytes) [[unlikely]] throw_bad_size(bytes);
+    if (bytes - 1 >= kMaxRequestBytes) [[unlikely]]
+      throw_bad_size(bytes);
     const std::uint64_t size = (bytes + (kAlignment - 1)) & ~std::uint64_t{kAlignment - 1};
     std::uint32_t b = free_.find(blocks_, size);
-    if (b == detail::kNone) [[unlikely]] b = grow_for(size);
+    if (b == detail::kNone) [[unlikely]]
+      b = grow_for(size);
     return take(b, size);
   }
 
@@ -79,9 +82,11 @@ class PersistentPool {
   void deallocate(void* p) {
     if (p == nullptr) return;
     const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(p) - base_;
-    if (offset >= arena_.reserved_bytes()) [[unlikely]] throw_bad_pointer(p);
+    if (offset >= arena_.reserved_bytes()) [[unlikely]]
+      throw_bad_pointer(p);
     const std::uint32_t b = live_.take(offset);
-    if (b == detail::kNone) [[unlikely]] throw_bad_pointer(p);
+    if (b == detail::kNone) [[unlikely]]
+      throw_bad_pointer(p);
     give_back(b);
   }
 
@@ -117,8 +122,10 @@ class PersistentPool {
     tail.size = rest;
     tail.prev_phys = b;
     tail.next_phys = head.next_phys;
-    if (head.next_phys != detail::kNone) blocks_[head.next_phys].prev_phys = r;
-    else top_ = r;
+    if (head.next_phys != detail::kNone)
+      blocks_[head.next_phys].prev_phys = r;
+    else
+      top_ = r;
     head.next_phys = r;
     head.size = size;
     free_.insert(blocks_, r);
@@ -145,8 +152,10 @@ class PersistentPool {
     const detail::Block& nxt = blocks_[next];
     blk.size += nxt.size;
     blk.next_phys = nxt.next_phys;
-    if (nxt.next_phys != detail::kNone) blocks_[nxt.next_phys].prev_phys = b;
-    else top_ = b;
+    if (nxt.next_phys != detail::kNone)
+      blocks_[nxt.next_phys].prev_phys = b;
+    else
+      top_ = b;
     blocks_.drop(next);
   }
 

@@ -25,15 +25,15 @@ struct BlockRange {
 
 struct AttentionPolicy {
   SparsityMode mode = SparsityMode::Tau;
-  float tau = 1.5f;                // tau mode: threshold in standard deviations above the row mean
-  float keep_percent = 10.0f;      // topk/coarse: percent of key blocks kept per query block
-  float max_keep_percent = 100.0f; // tau: cap on the selected percent (bounds the workspace)
-  BlockRange sink_keys;            // key blocks every query block attends to (packed text tokens)
-  BlockRange sink_queries;         // query blocks that attend densely to every key block
-  double window_start = 0.2;       // sparse only for step fractions in [window_start, window_end]
+  float tau = 1.5f;                 // tau mode: threshold in standard deviations above the row mean
+  float keep_percent = 10.0f;       // topk/coarse: percent of key blocks kept per query block
+  float max_keep_percent = 100.0f;  // tau: cap on the selected percent (bounds the workspace)
+  BlockRange sink_keys;             // key blocks every query block attends to (packed text tokens)
+  BlockRange sink_queries;          // query blocks that attend densely to every key block
+  double window_start = 0.2;        // sparse only for step fractions in [window_start, window_end]
   double window_end = 1.0;
-  std::int64_t min_tokens = 0;     // below this many tokens, run dense
-  float coarse_gate = 1.0f;        // coarse mode: output = fine + coarse_gate * coarse
+  std::int64_t min_tokens = 0;  // below this many tokens, run dense
+  float coarse_gate = 1.0f;     // coarse mode: output = fine + coarse_gate * coarse
 };
 
 // Throws InvalidArgument naming the field and its value when the policy makes no sense.

@@ -14,7 +14,7 @@ namespace memplan::attention {
 inline constexpr std::size_t kWorkspaceAlignment = 256;
 
 struct WorkspaceLayout {
-  int max_k = 0;  // capacity of one kv_idx row
+  int max_k = 0;                                         // capacity of one kv_idx row
   std::size_t pooled_q = 0, pooled_k = 0, pooled_v = 0;  // byte offsets
   std::size_t kv_idx = 0, kv_count = 0, coarse = 0;
   std::size_t bytes = 0;  // total; 0 for dense

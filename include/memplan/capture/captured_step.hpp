@@ -43,7 +43,7 @@ class StepCapturer {
   // Captures `launches`, in order, on `stream` into a graph, without running them. On failure
   // nothing is left capturing and the error (CudaError, InvalidArgument) names the call.
   [[nodiscard]] virtual std::unique_ptr<CapturedStep> capture(StreamRef stream,
-                                                           std::span<const Launch> launches) = 0;
+                                                              std::span<const Launch> launches) = 0;
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
 };
 
@@ -51,7 +51,7 @@ class StepCapturer {
 class HostStepCapturer final : public StepCapturer {
  public:
   [[nodiscard]] std::unique_ptr<CapturedStep> capture(StreamRef stream,
-                                                   std::span<const Launch> launches) override;
+                                                      std::span<const Launch> launches) override;
   [[nodiscard]] std::string_view name() const noexcept override { return "host"; }
 };
 

@@ -12,7 +12,7 @@ class CudaGraphCapturer final : public StepCapturer {
  public:
   // `stream` given to capture() must be a created stream: the legacy default stream cannot capture.
   [[nodiscard]] std::unique_ptr<CapturedStep> capture(StreamRef stream,
-                                                   std::span<const Launch> launches) override;
+                                                      std::span<const Launch> launches) override;
   [[nodiscard]] std::string_view name() const noexcept override { return "cuda-graph"; }
 };
 

@@ -42,17 +42,17 @@
 namespace memplan::capture {
 
 struct CaptureOptions {
-  bool enabled = true;     // false: every step eager, launches run at once (forced in check mode)
-  int capture_after = 2;   // replayed steps with an equal fingerprint before a capture (>= 1)
+  bool enabled = true;    // false: every step eager, launches run at once (forced in check mode)
+  int capture_after = 2;  // replayed steps with an equal fingerprint before a capture (>= 1)
 };
 
 struct CaptureStats {
   std::uint64_t steps = 0;
-  std::uint64_t eager_steps = 0;      // launches ran one by one
-  std::uint64_t captures = 0;         // graphs captured and instantiated
-  std::uint64_t graph_launches = 0;   // steps served by a graph (the capturing step included)
-  std::uint64_t invalidations = 0;    // graphs dropped because their step changed
-  std::uint64_t capture_failures = 0; // captures that failed; the step then ran eagerly
+  std::uint64_t eager_steps = 0;       // launches ran one by one
+  std::uint64_t captures = 0;          // graphs captured and instantiated
+  std::uint64_t graph_launches = 0;    // steps served by a graph (the capturing step included)
+  std::uint64_t invalidations = 0;     // graphs dropped because their step changed
+  std::uint64_t capture_failures = 0;  // captures that failed; the step then ran eagerly
   std::uint64_t live_graphs = 0;
 };
 
@@ -133,7 +133,7 @@ class StepRunner {
  private:
   struct Entry {
     std::vector<std::uint64_t> fingerprint;
-    int stable = 0;          // replayed steps in a row with this fingerprint
+    int stable = 0;  // replayed steps in a row with this fingerprint
     bool uncapturable = false;
     std::unique_ptr<CapturedStep> graph;
   };

@@ -20,8 +20,8 @@
 namespace memplan::plan {
 
 struct CsvReadOptions {
-  bool offsets_are_fixed = false;         // treat an `offset` column as fixed offsets
-  std::size_t max_line_bytes = 64 * 1024; // a longer line is an error (a real row is < 200 B)
+  bool offsets_are_fixed = false;          // treat an `offset` column as fixed offsets
+  std::size_t max_line_bytes = 64 * 1024;  // a longer line is an error (a real row is < 200 B)
 };
 
 // Throws memplan::ParseError naming the source, line and column of the first problem: a value

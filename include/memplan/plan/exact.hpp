@@ -22,11 +22,11 @@
 namespace memplan::plan {
 
 struct ExactResult {
-  std::vector<Bytes> offsets;    // one per buffer; never a worse plan than the seed
+  std::vector<Bytes> offsets;  // one per buffer; never a worse plan than the seed
   Bytes arena_size = 0;
-  Bytes proven_bound = 0;        // no plan is smaller than this (>= the lower bound passed in)
-  bool improved = false;         // the search found a smaller plan than the seed
-  std::int64_t nodes = 0;        // search nodes spent, over all questions
+  Bytes proven_bound = 0;  // no plan is smaller than this (>= the lower bound passed in)
+  bool improved = false;   // the search found a smaller plan than the seed
+  std::int64_t nodes = 0;  // search nodes spent, over all questions
 };
 
 // `seed` must be a valid plan of `problem` (e.g. the greedy one); `lower_bound` a true bound.
@@ -39,7 +39,7 @@ enum class Feasibility { Found, Infeasible, Unknown };
 
 struct CapacityResult {
   Feasibility status = Feasibility::Unknown;
-  std::vector<Bytes> offsets;    // when Found: a plan with arena size <= capacity
+  std::vector<Bytes> offsets;  // when Found: a plan with arena size <= capacity
   std::int64_t nodes = 0;
 };
 

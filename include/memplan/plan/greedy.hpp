@@ -16,8 +16,8 @@
 
 #include <chrono>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "memplan/plan/problem.hpp"
 
@@ -38,22 +38,22 @@ enum class Fit {
 };
 
 // How a run finds the placed buffers alive with the next one. All give identical plans; they
-// differ in cost. Overlaps: O(E log d) per run plus building the overlap graph (E overlapping pairs,
-// d the largest degree). Scan: O(n²) per run, nothing to build; it wins on dense problems, where
-// most buffers overlap most others. Sweep: GreedyOrder::Start only, O(n log n) per run.
+// differ in cost. Overlaps: O(E log d) per run plus building the overlap graph (E overlapping
+// pairs, d the largest degree). Scan: O(n²) per run, nothing to build; it wins on dense problems,
+// where most buffers overlap most others. Sweep: GreedyOrder::Start only, O(n log n) per run.
 enum class GreedyIndex {
-  Auto,   // Sweep for the start order; else Scan when n² is small next to E log d (or the graph
-          // would pass 2^26 entries), else Graph
+  Auto,      // Sweep for the start order; else Scan when n² is small next to E log d (or the graph
+             // would pass 2^26 entries), else Graph
   Overlaps,  // each buffer's placed neighbours from the overlap graph, sorted by offset
-  Scan,   // one offset-ordered list of every placed buffer, filtered by lifetime
-  Sweep,  // the start order as a sweep over time, the live buffers' gaps indexed (any other
-          // order: memplan::InvalidArgument)
+  Scan,      // one offset-ordered list of every placed buffer, filtered by lifetime
+  Sweep,     // the start order as a sweep over time, the live buffers' gaps indexed (any other
+             // order: memplan::InvalidArgument)
 };
 
 struct GreedyPlan {
   std::vector<Bytes> offsets;  // one per buffer, in the problem's order
   Bytes arena_size = 0;
-  std::string algorithm;       // e.g. "greedy:size/best-fit"
+  std::string algorithm;  // e.g. "greedy:size/best-fit"
 };
 
 // One order and one fit. Fixed-offset buffers are placed first, as obstacles; buffers that

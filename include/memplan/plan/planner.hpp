@@ -16,7 +16,7 @@ struct PlanOptions {
   // checks, the lower bound, the portfolio's first strategy (O(n log n) on wide problems) and
   // the validator. Negative: memplan::InvalidArgument; past the clock's range: no limit.
   std::chrono::milliseconds budget{1000};
-  bool exact = true;                       // false: greedy portfolio only
+  bool exact = true;  // false: greedy portfolio only
   // A plan within this fraction of the lower bound ends the work: the portfolio stops at the
   // first such plan and the exact search is skipped. Such a plan is reported as proven optimal
   // only when it meets the bound. 1e-4 costs at most 0.01% and keeps large, nearly-solved

@@ -29,12 +29,12 @@ inline constexpr Bytes kMaxBufferBytes = Bytes{1} << 52;
 inline constexpr Bytes kMaxArenaBytes = Bytes{1} << 62;
 
 struct Buffer {
-  std::string id;                      // the caller's name (a CSV id); reported in errors
-  Time lower = 0;                      // first instant alive
-  Time upper = 0;                      // first instant no longer alive: alive on [lower, upper)
-  Bytes size = 0;                      // >= 0; a zero-size buffer occupies nothing
-  Bytes alignment = 1;                 // a power of two; the offset must be a multiple of it
-  std::optional<Bytes> fixed_offset;   // decided elsewhere (e.g. a shared prefix): kept as is
+  std::string id;                     // the caller's name (a CSV id); reported in errors
+  Time lower = 0;                     // first instant alive
+  Time upper = 0;                     // first instant no longer alive: alive on [lower, upper)
+  Bytes size = 0;                     // >= 0; a zero-size buffer occupies nothing
+  Bytes alignment = 1;                // a power of two; the offset must be a multiple of it
+  std::optional<Bytes> fixed_offset;  // decided elsewhere (e.g. a shared prefix): kept as is
 
   // A buffer that is never alive, or holds no bytes, conflicts with nothing and does not count
   // towards the arena size. The planner places it at its fixed offset, or at 0.
@@ -59,12 +59,12 @@ struct Problem {
 void check_problem(const Problem& problem);
 
 struct Solution {
-  std::vector<Bytes> offsets;          // one per buffer, in the problem's order
-  Bytes arena_size = 0;                // max(offset + size) over buffers that occupy memory
-  Bytes lower_bound = 0;               // no valid solution is smaller (see lower_bound.hpp)
-  std::string algorithm;               // which stage produced it, e.g. "greedy:size/best-fit"
-  bool proven_optimal = false;         // arena_size is the smallest possible
-  std::chrono::microseconds elapsed{}; // wall time spent planning
+  std::vector<Bytes> offsets;           // one per buffer, in the problem's order
+  Bytes arena_size = 0;                 // max(offset + size) over buffers that occupy memory
+  Bytes lower_bound = 0;                // no valid solution is smaller (see lower_bound.hpp)
+  std::string algorithm;                // which stage produced it, e.g. "greedy:size/best-fit"
+  bool proven_optimal = false;          // arena_size is the smallest possible
+  std::chrono::microseconds elapsed{};  // wall time spent planning
 
   // arena_size / lower_bound (1.0 when both are 0).
   [[nodiscard]] double ratio_to_bound() const {

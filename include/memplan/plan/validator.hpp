@@ -13,9 +13,9 @@ namespace memplan::plan {
 struct Violation {
   enum class Kind { WrongCount, Negative, Misaligned, FixedOffsetMoved, OutOfRange, Overlap };
   Kind kind;
-  std::size_t buffer = 0;   // index of the offending buffer
-  std::size_t other = 0;    // for Overlap: the buffer it overlaps
-  std::string message;      // names both buffers, their offsets, sizes and lifetimes
+  std::size_t buffer = 0;  // index of the offending buffer
+  std::size_t other = 0;   // for Overlap: the buffer it overlaps
+  std::string message;     // names both buffers, their offsets, sizes and lifetimes
 };
 
 // Every problem found, up to max_violations of them (0 = no limit); empty when the offsets are

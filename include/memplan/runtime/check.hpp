@@ -40,9 +40,9 @@ struct CheckOptions {
 
 // When check mode saw an allocation or a free.
 struct CheckMoment {
-  std::uint64_t step = 0;     // serial of the running step (outside steps: of the next one)
-  std::string step_name;      // empty outside steps
-  std::string scope;          // the scope path, "denoise/block.3"; empty outside steps
+  std::uint64_t step = 0;  // serial of the running step (outside steps: of the next one)
+  std::string step_name;   // empty outside steps
+  std::string scope;       // the scope path, "denoise/block.3"; empty outside steps
   // The call's index among the allocate/deallocate calls the step's thread made in the step,
   // outside pauses, from 0; empty inside a pause, outside steps and from other threads.
   std::optional<std::uint64_t> event;
@@ -72,8 +72,8 @@ std::string_view to_string(AddressKind kind) noexcept;
 struct AddressReport {
   const void* address = nullptr;
   AddressKind kind = AddressKind::NotOwned;
-  std::string region;  // "check heap", "planned arena", "persistent pool"; empty when not owned
-  bool mapped = false; // whether the address is mapped now (an access there would not fault)
+  std::string region;   // "check heap", "planned arena", "persistent pool"; empty when not owned
+  bool mapped = false;  // whether the address is mapped now (an access there would not fault)
   // The buffer holding the address (Buffer, Padding) or the nearest one (Gap, Unused), if any.
   std::optional<BufferRecord> buffer;
   std::ptrdiff_t offset = 0;  // address - buffer->address: negative before it, >= bytes past it

@@ -50,15 +50,15 @@ enum class OverCapPolicy : std::uint8_t {
 };
 
 struct CompilerOptions {
-  std::size_t reserve_bytes = std::size_t{64} << 30;       // planned arena: addresses only
+  std::size_t reserve_bytes = std::size_t{64} << 30;  // planned arena: addresses only
   // Physical mapping granularity of the planned arena. 2 MiB (the H200's granule): a rogue costs
   // its own bytes rounded up to this, and plans map within 2 MiB of their size; mapping is slower
   // per GiB than in 64 MiB chunks, but happens only when a branch is planned or the plans move.
   std::size_t chunk_bytes = std::size_t{2} << 20;
   std::size_t pool_reserve_bytes = std::size_t{64} << 30;  // persistent pool: addresses only
   std::size_t pool_chunk_bytes = std::size_t{64} << 20;
-  std::size_t default_alignment = 256;                     // every pointer is aligned to this
-  std::size_t branch_cap = 64;                             // branches per step name
+  std::size_t default_alignment = 256;  // every pointer is aligned to this
+  std::size_t branch_cap = 64;          // branches per step name
   OverCapPolicy over_cap = OverCapPolicy::Error;
   // Wall time for planning one new branch (plan::PlanOptions::budget): it bounds the whole
   // planner run, the greedy portfolio included, and the exact search gets what is left. The
@@ -131,8 +131,8 @@ class Compiler {
   // The stream (nullptr: the default stream) becomes a user of the compiler's memory: trim(),
   // release() and ~Compiler() wait for its queued work before unmapping. So a stream passed here
   // must outlive the compiler, or be handed to forget_stream() before it is destroyed.
-  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {},
-                               std::string_view tag = {}, std::size_t alignment = 0);
+  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}, std::string_view tag = {},
+                               std::size_t alignment = 0);
   // Waits for the work queued on `stream`, then stops tracking it: call it before destroying a
   // stream that was passed to allocate(). Buffers allocated on it stay valid. Returns false (and
   // does nothing) if the stream was never passed to allocate() or was already forgotten.

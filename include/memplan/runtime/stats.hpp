@@ -21,37 +21,37 @@ inline constexpr std::size_t kBreakReasons = 3;
 [[nodiscard]] std::string_view break_reason_name(BreakReason reason) noexcept;
 
 struct BreakRecord {
-  std::uint64_t step = 0;        // step serial number (0-based, over all step names)
+  std::uint64_t step = 0;  // step serial number (0-based, over all step names)
   std::string step_name;
-  std::string scope;             // the scope path at the break, "denoise/block.3"
-  std::uint64_t event = 0;       // index of the event within the step
+  std::string scope;        // the scope path at the break, "denoise/block.3"
+  std::uint64_t event = 0;  // index of the event within the step
   BreakReason reason = BreakReason::UnknownAllocation;
-  std::string expected;          // what the allocation tree had at this point
-  std::string came;              // what the program did instead
+  std::string expected;  // what the allocation tree had at this point
+  std::string came;      // what the program did instead
 };
 
 struct Stats {
-  std::uint64_t steps_recorded = 0;   // steps that recorded some or all of their events
-  std::uint64_t steps_replayed = 0;   // steps served wholly from a known branch
-  std::uint64_t steps_aborted = 0;    // steps ended by an exception (abort_step)
-  std::uint64_t steps_dynamic = 0;    // steps served without learning, past the branch cap
+  std::uint64_t steps_recorded = 0;  // steps that recorded some or all of their events
+  std::uint64_t steps_replayed = 0;  // steps served wholly from a known branch
+  std::uint64_t steps_aborted = 0;   // steps ended by an exception (abort_step)
+  std::uint64_t steps_dynamic = 0;   // steps served without learning, past the branch cap
   std::uint64_t breaks = 0;
   std::array<std::uint64_t, kBreakReasons> breaks_by_reason{};
   std::uint64_t branches = 0;
 
-  std::uint64_t replayed_allocations = 0;  // served from a plan: base + offset
-  std::uint64_t recorded_allocations = 0;  // served dynamically while recording
-  std::uint64_t paused_allocations = 0;    // inside pause scopes or outside steps: the pool
+  std::uint64_t replayed_allocations = 0;      // served from a plan: base + offset
+  std::uint64_t recorded_allocations = 0;      // served dynamically while recording
+  std::uint64_t paused_allocations = 0;        // inside pause scopes or outside steps: the pool
   std::uint64_t learned_site_allocations = 0;  // at learned rogue sites: the pool
-  std::uint64_t frees_out_of_order = 0;  // replayed frees that came before the path has them
+  std::uint64_t frees_out_of_order = 0;        // replayed frees that came before the path has them
 
-  std::uint64_t rogues = 0;           // rogues ever found (allocations live at step end)
+  std::uint64_t rogues = 0;  // rogues ever found (allocations live at step end)
   std::uint64_t rogue_bytes = 0;
-  std::uint64_t live_rogues = 0;      // rogues not yet freed
+  std::uint64_t live_rogues = 0;  // rogues not yet freed
   std::uint64_t live_rogue_bytes = 0;
   std::uint64_t learned_rogue_sites = 0;
   std::uint64_t forgotten_rogue_sites = 0;  // learned, then freed in their step 8+ steps in a row
-  std::uint64_t window_moves = 0;     // plans moved to addresses clear of live rogues
+  std::uint64_t window_moves = 0;           // plans moved to addresses clear of live rogues
 
   std::uint64_t planned_peak_bytes = 0;  // the largest plan of any branch
   std::uint64_t lower_bound_bytes = 0;   // that branch's lower bound
@@ -60,7 +60,7 @@ struct Stats {
   std::uint64_t pool_mapped_bytes = 0;   // the persistent pool's physical memory
   std::uint64_t pool_allocated_bytes = 0;
 
-  arena::CallCounts backend_calls;       // every call the physical backend made
+  arena::CallCounts backend_calls;  // every call the physical backend made
 };
 
 }  // namespace memplan

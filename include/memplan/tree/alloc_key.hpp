@@ -11,7 +11,6 @@
 
 namespace memplan::tree {
 
-
 // FNV-1a: stable across runs and platforms, so logged tag hashes can be compared.
 [[nodiscard]] constexpr std::uint64_t tag_hash(std::string_view tag) noexcept {
   if (tag.empty()) return 0;  // 0 means "no tag"

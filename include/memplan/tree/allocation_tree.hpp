@@ -27,27 +27,27 @@ enum class EventKind : std::uint8_t { Root, Alloc, Free, End };
 
 struct Node {
   EventKind kind = EventKind::Root;
-  bool persistent = false;      // Alloc: a learned rogue site, served from the persistent pool
-  std::uint8_t quiet_steps = 0; // persistent: steps in a row that freed its buffer in the step
-  std::uint8_t forgotten = 0;   // times it was learned and forgotten again
+  bool persistent = false;        // Alloc: a learned rogue site, served from the persistent pool
+  std::uint8_t quiet_steps = 0;   // persistent: steps in a row that freed its buffer in the step
+  std::uint8_t forgotten = 0;     // times it was learned and forgotten again
   bool pooled_past_free = false;  // persistent: a replay passed its Free node with the buffer
                                   // live; plans after that node may use its range, so it stays
-  std::uint32_t depth = 0;      // events between the root and this node
+  std::uint32_t depth = 0;        // events between the root and this node
   NodeId parent = kNoNode;
   NodeId first_child = kNoNode;
   NodeId next_sibling = kNoNode;
-  NodeId buffer = kNoNode;      // Free: the Alloc node whose buffer it frees
-  BranchId branch = 0;          // End: the branch it closes
-  AllocKey key;                 // Alloc: what the event asked for
-  Bytes offset = kUnplanned;    // Alloc: the planned offset in the arena
+  NodeId buffer = kNoNode;    // Free: the Alloc node whose buffer it frees
+  BranchId branch = 0;        // End: the branch it closes
+  AllocKey key;               // Alloc: what the event asked for
+  Bytes offset = kUnplanned;  // Alloc: the planned offset in the arena
 };
 
 struct Branch {
-  NodeId end = kNoNode;         // its End node
-  Bytes arena_bytes = 0;        // the plan's size
-  Bytes lower_bound = 0;        // the planner's bound for this branch
+  NodeId end = kNoNode;   // its End node
+  Bytes arena_bytes = 0;  // the plan's size
+  Bytes lower_bound = 0;  // the planner's bound for this branch
   bool proven_optimal = false;
-  std::string algorithm;        // which planner stage won
+  std::string algorithm;  // which planner stage won
 };
 
 class AllocationTree {

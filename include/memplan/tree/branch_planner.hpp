@@ -1,15 +1,15 @@
 // Planning a branch: the path from the root to an End node becomes a planner problem (time is an
 // event's depth on the path; a buffer lives from its Alloc to its Free, or to the end), the Alloc
 // nodes that already have offsets (a prefix shared with other branches) are fixed, and ranges
-// still held by rogues are fixed_ranges from when they were taken to the end of the step. The planner's offsets are written back
-// to the branch's new nodes.
+// still held by rogues are fixed_ranges from when they were taken to the end of the step. The
+// planner's offsets are written back to the branch's new nodes.
 #pragma once
 
 #include <chrono>
 #include <span>
 
-#include "memplan/tree/allocation_tree.hpp"
 #include "memplan/plan/problem.hpp"
+#include "memplan/tree/allocation_tree.hpp"
 
 namespace memplan::tree {
 

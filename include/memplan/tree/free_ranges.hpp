@@ -34,8 +34,8 @@ class FreeRanges {
   void take(Bytes range_offset, Bytes range_size, Bytes offset, Bytes size);
 
   Bytes high_water_ = 0;
-  std::map<Bytes, Bytes> by_offset_;            // offset -> size of each free range
-  std::set<std::pair<Bytes, Bytes>> by_size_;   // (size, offset) of each free range
+  std::map<Bytes, Bytes> by_offset_;           // offset -> size of each free range
+  std::set<std::pair<Bytes, Bytes>> by_size_;  // (size, offset) of each free range
 };
 
 }  // namespace memplan::tree

@@ -15,7 +15,9 @@ namespace memplan::arena::detail {
 
 class FreeLists {
  public:
-  FreeLists() { for (auto& row : heads_) row.fill(kNone); }
+  FreeLists() {
+    for (auto& row : heads_) row.fill(kNone);
+  }
 
   void insert(BlockStore& blocks, std::uint32_t b) noexcept {
     Block& blk = blocks[b];
