@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <string>
 
 namespace memplan {
 
@@ -19,6 +20,10 @@ template <std::integral T>
 [[nodiscard]] constexpr T align_up(T value, T alignment) noexcept {
   return (value + alignment - 1) / alignment * alignment;
 }
+
+// Bytes for people, in binary units with three significant digits: "512 B", "1.36 GiB",
+// "-2.00 MiB". Exact counts belong next to it where they matter (JSON carries bytes).
+[[nodiscard]] std::string human_bytes(Bytes bytes);
 
 // A stream that may use memplan memory: a cudaStream_t/CUstream on CUDA, an arena::HostStream* on
 // the host backend; nullptr is the default stream (the legacy stream on CUDA, "already complete"

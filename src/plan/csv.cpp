@@ -29,9 +29,9 @@
 namespace memplan::plan {
 namespace {
 
-enum Field : int { kId, kLower, kUpper, kSize, kAlignment, kOffset, kFieldCount };
-constexpr std::array<std::string_view, kFieldCount> kFieldNames{"id",   "lower",     "upper",
-                                                                "size", "alignment", "offset"};
+enum Field : int { kId, kLower, kUpper, kSize, kAlignment, kOffset, kTag, kFieldCount };
+constexpr std::array<std::string_view, kFieldCount> kFieldNames{
+    "id", "lower", "upper", "size", "alignment", "offset", "tag"};
 
 std::optional<Field> field_named(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(),
@@ -42,6 +42,7 @@ std::optional<Field> field_named(std::string name) {
   if (name == "size") return kSize;
   if (name == "alignment" || name == "align") return kAlignment;
   if (name == "offset") return kOffset;
+  if (name == "tag") return kTag;
   return std::nullopt;
 }
 
@@ -110,11 +111,13 @@ class Reader {
       if (!have_header_) {
         read_header(line);
       } else {
-        read.problem.buffers.push_back(read_row(line));
+        read.problem.buffers.push_back(read_row(line, read));
         read.lines.push_back(line_no_);
         id_columns_.push_back(id_column_);
       }
     }
+    if (!has_offsets_) read.offsets.clear();
+    if (!has_tags_) read.tags.clear();
     check_ids_unique(read);
     if (!have_header_) {
       fail(std::max<std::size_t>(line_no_, 1), 1, "no header line (expected id,lower,upper,size)");
@@ -162,7 +165,7 @@ class Reader {
       if (!field) {
         fail(line_no_, cell.column,
              fmt::format("unknown column {} (expected id, lower, upper, size, alignment, "
-                         "offset, or the aliases buffer, start, begin, end)",
+                         "offset, tag, or the aliases buffer, start, begin, end)",
                          shown(cell.text)));
       }
       if (seen[*field]) {
@@ -170,6 +173,8 @@ class Reader {
       }
       seen[*field] = true;
       columns_.push_back(*field);
+      has_offsets_ |= *field == kOffset;
+      has_tags_ |= *field == kTag;
     }
     for (Field required : {kId, kLower, kUpper, kSize}) {
       if (!seen[required]) {
@@ -198,7 +203,17 @@ class Reader {
     return value;
   }
 
-  Buffer read_row(std::string_view line) {
+  // Ids and tags are printed in messages and pictures: none may write to the user's terminal.
+  std::string checked_text(const Cell& cell, std::string_view name) const {
+    if (const auto control = std::find_if(cell.text.begin(), cell.text.end(), is_control);
+        control != cell.text.end()) {
+      fail(line_no_, cell.column + static_cast<std::size_t>(control - cell.text.begin()),
+           fmt::format("{} {} holds a control character", name, shown(cell.text)));
+    }
+    return std::string(cell.text);
+  }
+
+  Buffer read_row(std::string_view line, CsvProblem& read) {
     const std::vector<Cell> cells = split(line);
     if (cells.size() < columns_.size()) {
       fail(line_no_, line.size() + 1,
@@ -224,13 +239,7 @@ class Reader {
                 line_no_, cell.column,
                 fmt::format("id {} starts with '#', which marks a comment line", shown(cell.text)));
           }
-          if (const auto control = std::find_if(cell.text.begin(), cell.text.end(), is_control);
-              control != cell.text.end()) {
-            // Ids are printed in messages: none may write to the user's terminal.
-            fail(line_no_, cell.column + static_cast<std::size_t>(control - cell.text.begin()),
-                 fmt::format("id {} holds a control character", shown(cell.text)));
-          }
-          b.id = std::string(cell.text);
+          b.id = checked_text(cell, "id");
           break;
         case kLower:
           b.lower = integer(cell, field);
@@ -245,10 +254,11 @@ class Reader {
           b.alignment = integer(cell, field);
           break;
         case kOffset:
-          if (options_.offsets_are_fixed)
-            b.fixed_offset = integer(cell, field);
-          else
-            (void)integer(cell, field);
+          read.offsets.push_back(integer(cell, field));
+          if (options_.offsets_are_fixed) b.fixed_offset = read.offsets.back();
+          break;
+        case kTag:
+          read.tags.push_back(checked_text(cell, "tag"));
           break;
         default:
           break;
@@ -359,6 +369,8 @@ class Reader {
   std::vector<std::size_t> id_columns_;  // per row: the column of its id, for repeats
   std::size_t id_column_ = 1;
   bool have_header_ = false;
+  bool has_offsets_ = false;
+  bool has_tags_ = false;
   std::size_t line_no_ = 0;
 };
 
@@ -402,10 +414,24 @@ bool id_reads_back(std::string_view id) {
 
 }  // namespace
 
-void write_csv(std::ostream& out, const Problem& problem, std::span<const Bytes> offsets) {
+void write_csv(std::ostream& out, const Problem& problem, std::span<const Bytes> offsets,
+               std::span<const std::string> tags) {
   if (!offsets.empty() && offsets.size() != problem.buffers.size()) {
     throw InvalidArgument(fmt::format("write_csv: {} offsets for {} buffers", offsets.size(),
                                       problem.buffers.size()));
+  }
+  if (!tags.empty() && tags.size() != problem.buffers.size()) {
+    throw InvalidArgument(
+        fmt::format("write_csv: {} tags for {} buffers", tags.size(), problem.buffers.size()));
+  }
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    if (tags[i].find(',') != std::string::npos || trim(tags[i]) != tags[i] ||
+        std::any_of(tags[i].begin(), tags[i].end(), is_control)) {
+      throw InvalidArgument(fmt::format(
+          "write_csv: buffer {} has the tag {}, which CSV cannot hold (a comma, a control "
+          "character, or spaces around)",
+          i, shown(tags[i])));
+    }
   }
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
     if (!id_reads_back(problem.buffers[i].id)) {
@@ -415,21 +441,22 @@ void write_csv(std::ostream& out, const Problem& problem, std::span<const Bytes>
           i, shown(problem.buffers[i].id)));
     }
   }
-  out << (offsets.empty() ? "id,lower,upper,size,alignment\n"
-                          : "id,lower,upper,size,alignment,offset\n");
+  out << "id,lower,upper,size,alignment" << (offsets.empty() ? "" : ",offset")
+      << (tags.empty() ? "" : ",tag") << '\n';
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& b = problem.buffers[i];
     out << fmt::format("{},{},{},{},{}", b.id, b.lower, b.upper, b.size, b.alignment);
     if (!offsets.empty()) out << ',' << offsets[i];
+    if (!tags.empty()) out << ',' << tags[i];
     out << '\n';
   }
 }
 
 void write_csv_file(const std::filesystem::path& path, const Problem& problem,
-                    std::span<const Bytes> offsets) {
+                    std::span<const Bytes> offsets, std::span<const std::string> tags) {
   std::ofstream out(path);
   if (!out) throw Error(fmt::format("{}: cannot open for writing", path.string()));
-  write_csv(out, problem, offsets);
+  write_csv(out, problem, offsets, tags);
   if (!out.flush()) throw Error(fmt::format("{}: write failed", path.string()));
 }
 

@@ -80,7 +80,7 @@ TEST(Csv, NamesLineAndColumnOfEachError) {
   EXPECT_EQ(error_of("id,lower,upper\n"), "test.csv:1:1: header has no 'size' column");
   EXPECT_EQ(error_of("id,lower,upper,size,colour\n"),
             "test.csv:1:21: unknown column 'colour' (expected id, lower, upper, size, "
-            "alignment, offset, or the aliases buffer, start, begin, end)");
+            "alignment, offset, tag, or the aliases buffer, start, begin, end)");
   EXPECT_EQ(error_of("id,lower,upper,size,size\n"), "test.csv:1:21: column 'size' repeated");
   EXPECT_EQ(error_of("id,lower,upper,size\n0,0,1,2\n1,0,x,2\n"),
             "test.csv:3:5: upper 'x' is not an integer");
@@ -283,6 +283,47 @@ TEST(Csv, ADirectoryIsNamedAsOne) {
   const auto dir = std::filesystem::temp_directory_path();
   EXPECT_EQ(parse_error_of([&] { (void)read_csv_file(dir); }),
             dir.string() + ": is a directory, not a CSV file");
+}
+
+TEST(Csv, TagsAndOffsetsAreSideColumnsThatRoundTrip) {
+  std::istringstream in(
+      "id,lower,upper,size,offset,tag\n"
+      "q,0,4,64,0,attention.q\n"
+      "scores,1,3,128,64,\n");
+  const CsvProblem read = read_csv_with_lines(in, "tagged.csv");
+  EXPECT_EQ(read.tags, (std::vector<std::string>{"attention.q", ""}));
+  EXPECT_EQ(read.offsets, (std::vector<Bytes>{0, 64}));
+  EXPECT_FALSE(read.problem.buffers[1].fixed_offset.has_value());  // a plan, not a constraint
+
+  std::ostringstream out;
+  write_csv(out, read.problem, read.offsets, read.tags);
+  std::istringstream again(out.str());
+  const CsvProblem back = read_csv_with_lines(again, "again.csv");
+  EXPECT_EQ(back.tags, read.tags);
+  EXPECT_EQ(back.offsets, read.offsets);
+}
+
+TEST(Csv, AFileWithoutSideColumnsHasNone) {
+  std::istringstream in("id,lower,upper,size\na,0,1,8\n");
+  const CsvProblem read = read_csv_with_lines(in, "plain.csv");
+  EXPECT_TRUE(read.tags.empty());
+  EXPECT_TRUE(read.offsets.empty());
+}
+
+TEST(Csv, ATagWithAControlCharacterIsNamedAtItsColumn) {
+  std::istringstream in("id,lower,upper,size,tag\na,0,1,8,x\x1b[2J\n");
+  EXPECT_EQ(parse_error_of([&] { (void)read_csv(in, "t.csv"); }),
+            "t.csv:2:10: tag 'x\\x1b[2J' holds a control character");
+}
+
+TEST(Csv, TagsCsvCannotHoldAreRefusedWhenWriting) {
+  Problem p;
+  p.buffers.push_back(Buffer{.id = "a", .lower = 0, .upper = 1, .size = 8});
+  std::ostringstream out;
+  const std::vector<std::string> comma{"a,b"};
+  EXPECT_THROW(write_csv(out, p, {}, comma), InvalidArgument);
+  const std::vector<std::string> two{"a", "b"};
+  EXPECT_THROW(write_csv(out, p, {}, two), InvalidArgument);
 }
 
 TEST(Csv, ReadsEveryShippedTrace) {

@@ -81,7 +81,7 @@ TEST(OutOfMemory, WhileRecordingItNamesTheRequestMappedAndLiveBytesAndTheStepGoe
                            "mapped: 2097152 B in the planned arena, 2097152 B in the pool",
                            "live: 1048576 B in 1 buffer(s) of the step, 65536 B in 1 rogue(s), "
                            "4096 B allocated in the pool",
-                           "limit of 64.00 MiB"});
+                           "limit of 64.0 MiB"});
     h.allocate(2, 2 * kMiB);  // smaller: it fits, and the step goes on
     h.release(1);
     h.release(2);

@@ -1,11 +1,10 @@
-// Subcommands of the memplan tool. Each takes its own arguments (after the subcommand name) and
-// returns the process exit code; a bad command line escapes as UsageError, anything else as a
-// memplan exception, for main() to report.
+// The subcommands of the memplan tool. Each add_* registers one subcommand on the CLI11 app: its
+// options, its help, and a callback that runs it and stores the process exit code. A bad command
+// line is CLI11's to report (exit code 2); an error from the library or a file is an input error
+// (exit code 1), reported by the subcommand per file where it handles several.
 #pragma once
 
-#include <span>
-#include <stdexcept>
-#include <string_view>
+#include <CLI/CLI.hpp>
 
 namespace memplan::tool {
 
@@ -14,13 +13,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;  // an input, planning or output error
 inline constexpr int kExitUsage = 2;  // a bad command line
 
-// A command line the subcommand cannot run: exit code 2. Errors from the library, including
-// memplan::InvalidArgument for a problem it cannot plan, are input errors: exit code 1.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-int plan_command(std::span<const std::string_view> args);
+void add_plan_command(CLI::App& app, int& exit_code);
+void add_replay_command(CLI::App& app, int& exit_code);
+void add_convert_command(CLI::App& app, int& exit_code);
 
 }  // namespace memplan::tool

@@ -1,46 +1,41 @@
-// The memplan command line: dispatches to one subcommand, reports errors in one place.
+// The memplan command line: one CLI11 app with a subcommand per job. Help and version exit 0, a
+// bad command line exits 2 with CLI11's message and a pointer to --help, an input error exits 1.
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <exception>
-#include <string_view>
-#include <vector>
 
 #include "commands.hpp"
-
-namespace {
-
-constexpr std::string_view kUsage = R"(usage: memplan <command> [options]
-
-commands:
-  plan FILE.csv... [--budget-ms N] [--greedy-only] [--fixed-offsets] [--out OUT.csv] [--json]
-      Place the buffers of MiniMalloc CSV traces in one arena and report the plan:
-      buffers, lower bound, arena size, ratio to the bound, algorithm, proven optimality, time.
-      Every file is planned; one that fails is reported on stderr and the exit code is 1.
-
-exit codes: 0 ok, 1 an input, planning or output error, 2 a bad command line.
-
-Set MEMPLAN_LOG=info (or debug) to see the library's log on stderr.
-)";
-
-}  // namespace
+#include "memplan/log.hpp"
+#include "memplan/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace memplan::tool;
-  const std::vector<std::string_view> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    fmt::print(args.empty() ? stderr : stdout, "{}", kUsage);
-    return args.empty() ? kExitUsage : kExitOk;
-  }
-  const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
+  CLI::App app{
+      "memplan: plan, draw, replay and convert the memory traces of repeated GPU steps.\n"
+      "Set MEMPLAN_LOG=info (or debug) to see the library's log on stderr.",
+      "memplan"};
+  app.set_version_flag("--version", "memplan " MEMPLAN_VERSION_STRING);
+  app.require_subcommand(1);
+  app.footer("exit codes: 0 ok, 1 an input, planning or output error, 2 a bad command line.");
+  int exit_code = kExitOk;
+  add_plan_command(app, exit_code);
+  add_replay_command(app, exit_code);
+  add_convert_command(app, exit_code);
   try {
-    if (args[0] == "plan") return plan_command(rest);
-    fmt::print(stderr, "memplan: unknown command '{}'\n\n{}", args[0], kUsage);
-    return kExitUsage;
-  } catch (const UsageError& e) {
-    fmt::print(stderr, "memplan {}: {}\n(memplan --help shows the usage)\n", args[0], e.what());
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the usage of the (sub)command
     return kExitUsage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "memplan {}: {}\n", args[0], e.what());
+    fmt::print(stderr, "memplan: {}\n", e.what());
     return kExitError;
   }
+  return exit_code;
 }
