@@ -1,0 +1,105 @@
+// The HTML picture as a person sees it: headless Chromium renders it to a PNG, and the PNG must
+// show the rectangles, in their colours and where the plan puts them (earlier buffers to the
+// left, higher offsets higher up), not a blank page. tests/draw/png_colours.py reads the PNG
+// with zlib alone. Skips when chromium or python3 is missing; every command runs under timeout.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "draw_test_support.hpp"
+#include "memplan/draw/model.hpp"
+#include "memplan/draw/picture.hpp"
+
+namespace memplan::draw {
+namespace {
+
+std::string find_program(const std::string& name) {
+  const std::string probe = "command -v " + name + " > /dev/null 2>&1";
+  return std::system(probe.c_str()) == 0 ? name : "";
+}
+
+int run(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string tail(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
+}
+
+struct Found {
+  long count = 0, x = -1, y = -1;
+};
+
+TEST(DrawBrowser, ChromiumShowsTheRectangles) {
+  const std::string chromium = find_program("chromium");
+  if (chromium.empty()) {
+    GTEST_SKIP() << "chromium is not installed (Debian's `chromium`, scripts/bootstrap installs "
+                    "it): the HTML picture is not checked in a browser";
+  }
+  if (find_program("python3").empty()) GTEST_SKIP() << "python3 is not installed";
+
+  // Four tagged buffers in a 2 x 2 layout: left/right by time, bottom/top by offset.
+  testing::Plan p;
+  p.add("bottom-left", 0, 10, 100 << 20, 0);
+  p.add("bottom-right", 10, 20, 100 << 20, 0);
+  p.add("top-left", 0, 10, 100 << 20, 100 << 20);
+  p.add("top-right", 10, 20, 60 << 20, 100 << 20);
+  const std::vector<std::string> tags{"alpha", "beta", "gamma", "delta"};
+  std::vector<std::string> hex;
+  for (const std::string& tag : tags) {
+    const Rgb colour = colour_for(tag);
+    hex.push_back(to_hex(colour));
+  }
+
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("memplan_browser_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  write_picture(dir / "page.html", p.problem, p.offsets, {.title = "browser test", .tags = tags});
+  const int chromium_rc =
+      run("timeout -k 5 90 " + chromium +
+          " --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run"
+          " --force-device-scale-factor=1 --user-data-dir=" +
+          (dir / "profile").string() +
+          " --window-size=900,600 --screenshot=" + (dir / "shot.png").string() + " file://" +
+          (dir / "page.html").string() + " > " + (dir / "chromium.log").string() + " 2>&1");
+  ASSERT_EQ(chromium_rc, 0) << "chromium failed (124: timed out):\n" << tail(dir / "chromium.log");
+  ASSERT_TRUE(std::filesystem::exists(dir / "shot.png")) << tail(dir / "chromium.log");
+
+  std::string command =
+      "timeout 120 python3 " MEMPLAN_DRAW_TEST_DIR "/png_colours.py " + (dir / "shot.png").string();
+  for (const std::string& h : hex) command += " " + h.substr(1);
+  ASSERT_EQ(run(command + " > " + (dir / "colours.txt").string() + " 2>&1"), 0)
+      << tail(dir / "colours.txt");
+  std::ifstream in(dir / "colours.txt");
+  long width = 0, height = 0;
+  in >> width >> height;
+  ASSERT_EQ(width, 900);
+  ASSERT_EQ(height, 600);
+  Found found[4];
+  for (Found& f : found) in >> f.count >> f.x >> f.y;
+  ASSERT_TRUE(in) << tail(dir / "colours.txt");
+
+  for (std::size_t k = 0; k < 4; ++k) {
+    // A quarter of a plot of about 470 x 480 pixels; the legend's swatch adds 144 at most.
+    EXPECT_GT(found[k].count, 20'000) << tags[k] << " (" << hex[k] << ") is missing or small";
+    EXPECT_LT(found[k].x, width - 330) << tags[k] << " is not in the plot";
+  }
+  EXPECT_LT(found[0].x + 100, found[1].x) << "bottom-left is not left of bottom-right";
+  EXPECT_LT(found[2].x + 100, found[3].x) << "top-left is not left of top-right";
+  EXPECT_LT(found[2].y + 100, found[0].y) << "top-left is not above bottom-left";
+  EXPECT_LT(found[3].y + 50, found[1].y) << "top-right is not above bottom-right";
+  EXPECT_LT(found[3].count, found[2].count) << "top-right (60 MiB) is not smaller than top-left";
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace memplan::draw

@@ -1,0 +1,77 @@
+// The HTML picture: self-contained (nothing fetched), the data embedded once per buffer and
+// safe inside its <script>, and write_picture choosing the format by extension.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "draw_test_support.hpp"
+#include "memplan/draw/picture.hpp"
+#include "memplan/error.hpp"
+
+namespace memplan::draw {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::Plan;
+
+Plan two_buffers() {
+  Plan p;
+  p.add("</script><b>x", 0, 4, 4096, 0);
+  p.add("second", 2, 6, 1 << 20, 4096);
+  return p;
+}
+
+TEST(DrawHtml, SelfContainedWithTheDataEmbedded) {
+  const Plan p = two_buffers();
+  const std::vector<std::string> tags{"kv cache", "mlp"};
+  const std::string html = to_html(p.problem, p.offsets, {.title = "two", .tags = tags});
+  EXPECT_THAT(html, Not(HasSubstr("http:")));
+  EXPECT_THAT(html, Not(HasSubstr("https:")));
+  EXPECT_THAT(html, Not(HasSubstr(" src=")));
+  EXPECT_THAT(html, Not(HasSubstr("@import")));
+  EXPECT_THAT(html, Not(HasSubstr("</script><b>")));  // the id cannot end the data script
+  EXPECT_THAT(html, HasSubstr("I:[\"\\u003c/script\\u003e\\u003cb\\u003ex\",\"second\"]"));
+  EXPECT_THAT(html, HasSubstr("O:[0,4096]"));
+  EXPECT_THAT(html, HasSubstr("tags:[\"kv cache\",\"mlp\"]"));
+  EXPECT_THAT(html, HasSubstr("<title>two</title>"));
+  EXPECT_THAT(html, HasSubstr("<canvas id=\"plot\">"));
+  EXPECT_THAT(html, HasSubstr("Live at the peak (t=2): 1.00 MiB"));
+}
+
+TEST(DrawHtml, AHundredThousandBuffersTakeAboutFortyBytesEach) {
+  const Plan p = testing::lanes_plan(100'000, 64, 1 << 20, 4);
+  const std::string html = to_html(p.problem, p.offsets, {});
+  EXPECT_LT(html.size(), std::size_t{100'000} * 60);
+}
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(DrawFiles, TheExtensionChoosesTheFormat) {
+  const Plan p = two_buffers();
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("memplan_draw_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  write_picture(dir / "plan.SVG", p.problem, p.offsets);
+  write_picture(dir / "plan.html", p.problem, p.offsets);
+  EXPECT_THAT(read(dir / "plan.SVG"), HasSubstr("<svg xmlns="));
+  EXPECT_THAT(read(dir / "plan.html"), HasSubstr("<!DOCTYPE html>"));
+  EXPECT_THAT([&] { write_picture(dir / "plan.png", p.problem, p.offsets); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("plan.png: cannot tell")));
+  EXPECT_THAT(
+      [&] { write_picture(dir / "missing" / "plan.svg", p.problem, p.offsets); },
+      ::testing::ThrowsMessage<Error>(HasSubstr("missing/plan.svg: cannot open for writing")));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace memplan::draw
