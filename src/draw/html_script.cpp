@@ -58,12 +58,15 @@ const char* const kPictureScript = R"js(
   const fill = start.slice(0, G * G), items = new Int32Array(start[G * G]);
   for (let i = 0; i < n; i++) eachCell(i, k => { items[fill[k]++] = i; });
 
-  function hline(a, colour, label) {
+  // Labelled above the line (below it near the top), at the left or the right end: the lower
+  // bound and the arena size often coincide, and their labels must not.
+  function hline(a, colour, label, right) {
     if (a < 0) return;
     const y = py(a);
     ctx.strokeStyle = colour; ctx.fillStyle = colour; ctx.setLineDash([6, 4]); ctx.lineWidth = 1.5;
     ctx.beginPath(); ctx.moveTo(M.l, y); ctx.lineTo(M.l + pw(), y); ctx.stroke();
-    ctx.textAlign = "right"; ctx.fillText(label, M.l + pw() - 4, y - 4);
+    ctx.textAlign = right ? "right" : "left";
+    ctx.fillText(label, right ? M.l + pw() - 4 : M.l + 4, y - M.t < 16 ? y + 14 : y - 4);
   }
   function draw() {
     ctx.setTransform(window.devicePixelRatio || 1, 0, 0, window.devicePixelRatio || 1, 0, 0);
@@ -84,8 +87,8 @@ const char* const kPictureScript = R"js(
     ctx.strokeStyle = "#ffffff"; ctx.lineWidth = 1; ctx.setLineDash([]);
     for (let k = 0; k < big.length; k += 4) ctx.strokeRect(big[k], big[k + 1], big[k + 2], big[k + 3]);
     ctx.font = "12px sans-serif";
-    hline(D.lb, "#1a7f37", "lower bound " + human(D.lb));
-    hline(D.arena, "#c62828", "arena " + human(D.arena));
+    hline(D.lb, "#1a7f37", "lower bound " + human(D.lb), false);
+    hline(D.arena, "#c62828", "arena " + human(D.arena), true);
     const x = px(D.peak);
     ctx.strokeStyle = "#000000"; ctx.setLineDash([3, 3]); ctx.lineWidth = 1.5;
     ctx.beginPath(); ctx.moveTo(x, M.t); ctx.lineTo(x, M.t + ph()); ctx.stroke();

@@ -51,21 +51,25 @@ void buffer_rects(std::string& out, const plan::Problem& problem, std::span<cons
   out += "</g>\n";
 }
 
-void horizontal_line(std::string& out, double y, const char* colour, const std::string& label) {
+// A dashed line across the plot, labelled above it (below it near the top), at the left or the
+// right end: the lower bound and the arena size often coincide, and their labels must not.
+void horizontal_line(std::string& out, double y, const char* colour, const std::string& label,
+                     bool label_right) {
   fmt::format_to(std::back_inserter(out),
                  "<line x1=\"0\" x2=\"{}\" y1=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"{}\" "
                  "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n"
-                 "<text x=\"{}\" y=\"{:.2f}\" fill=\"{}\" text-anchor=\"end\">{}</text>\n",
-                 kPlotWidth, y, y, colour, kPlotWidth - 4, y - 4, colour, xml_escape(label));
+                 "<text x=\"{}\" y=\"{:.2f}\" fill=\"{}\" text-anchor=\"{}\">{}</text>\n",
+                 kPlotWidth, y, y, colour, label_right ? kPlotWidth - 4 : 4,
+                 y < 16 ? y + 14 : y - 4, colour, label_right ? "end" : "start", xml_escape(label));
 }
 
 void lines_and_axes(std::string& out, const PictureModel& model, const Scale& scale) {
   if (model.lower_bound >= 0) {
     horizontal_line(out, scale.y(model.lower_bound), "#1a7f37",
-                    "lower bound " + human_bytes(model.lower_bound));
+                    "lower bound " + human_bytes(model.lower_bound), false);
   }
   horizontal_line(out, scale.y(model.arena_size), "#c62828",
-                  "arena " + human_bytes(model.arena_size));
+                  "arena " + human_bytes(model.arena_size), true);
   const double peak_x = scale.x(model.peak_instant);
   fmt::format_to(std::back_inserter(out),
                  "<line id=\"peak\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"0\" y2=\"{1}\" "
@@ -108,8 +112,8 @@ void legend(std::string& out, const plan::Problem& problem, const PictureModel& 
                  "<text font-weight=\"bold\">live at the peak (t={}): {}</text>\n",
                  kLegendLeft, kTop, model.peak_instant, human_bytes(model.peak_bytes));
   const std::size_t shown = std::min(model.live_at_peak.size(), kLegendRows);
-  double y = 22;
-  for (std::size_t k = 0; k < shown; ++k, y += 20) {
+  double y = 24;
+  for (std::size_t k = 0; k < shown; ++k, y += 22) {
     const LiveBuffer& live = model.live_at_peak[k];
     const std::string_view tag = tag_of(model, live.buffer);
     const std::string tag_text = tag.empty() ? "" : fmt::format(" [{}]", tag);
@@ -121,7 +125,7 @@ void legend(std::string& out, const plan::Problem& problem, const PictureModel& 
     fmt::format_to(std::back_inserter(out),
                    "<text x=\"18\" y=\"{:.0f}\" fill=\"#555555\" "
                    "font-size=\"10\">{}</text>\n",
-                   y + 9, xml_escape(problem.buffers[live.buffer].id.substr(0, 48)));
+                   y + 12, xml_escape(problem.buffers[live.buffer].id.substr(0, 48)));
     y += 6;
   }
   if (shown < model.live_at_peak.size()) {
@@ -131,7 +135,7 @@ void legend(std::string& out, const plan::Problem& problem, const PictureModel& 
       rest += model.live_at_peak[k].size;
       share += model.live_at_peak[k].share;
     }
-    fmt::format_to(std::back_inserter(out), "<text x=\"18\" y=\"{:.0f}\">{} more: {} {}</text>\n",
+    fmt::format_to(std::back_inserter(out), "<text x=\"18\" y=\"{:.0f}\">{} more: {} · {}</text>\n",
                    y, model.live_at_peak.size() - shown, human_bytes(rest), detail::percent(share));
   }
   out += "</g>\n";
@@ -144,25 +148,27 @@ std::string to_svg(const plan::Problem& problem, std::span<const Bytes> offsets,
   const PictureModel model = build_model(problem, offsets, options);
   const Scale scale = scale_for(model, kPlotWidth, kPlotHeight);
   const Aggregation aggregation = aggregate(problem, offsets, model, scale);
+  std::string subtitle =
+      fmt::format("{} buffers · arena {} · peak {} at t={}", model.drawn.size(),
+                  human_bytes(model.arena_size), human_bytes(model.peak_bytes), model.peak_instant);
+  if (model.lower_bound >= 0) subtitle += " · lower bound " + human_bytes(model.lower_bound);
+  if (!aggregation.cells.empty()) {
+    subtitle +=
+        fmt::format(" · {} small buffers merged into {} cells",
+                    model.drawn.size() - aggregation.alone.size(), aggregation.cells.size());
+  }
   std::string out;
-  fmt::format_to(
-      std::back_inserter(out),
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n"
-      "<text x=\"{2}\" y=\"28\" font-size=\"18\" font-weight=\"bold\">{3}</text>\n"
-      "<text x=\"{2}\" y=\"48\" fill=\"#555555\">{4} buffers · arena {5} · peak {6} at "
-      "t={7}{8}</text>\n"
-      "<g transform=\"translate({2},{9})\">\n"
-      "<rect width=\"{10}\" height=\"{11}\" fill=\"#f4f4f4\"/>\n",
-      kWidth, kHeight, kLeft, xml_escape(options.title), model.drawn.size(),
-      human_bytes(model.arena_size), human_bytes(model.peak_bytes), model.peak_instant,
-      aggregation.cells.empty()
-          ? ""
-          : fmt::format(" · {} small buffers merged into {} cells",
-                        model.drawn.size() - aggregation.alone.size(), aggregation.cells.size()),
-      kTop, kPlotWidth, kPlotHeight);
+  fmt::format_to(std::back_inserter(out),
+                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+                 "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                 "<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n"
+                 "<text x=\"{2}\" y=\"28\" font-size=\"18\" font-weight=\"bold\">{3}</text>\n"
+                 "<text x=\"{2}\" y=\"48\" fill=\"#555555\">{4}</text>\n"
+                 "<g transform=\"translate({2},{5})\">\n"
+                 "<rect width=\"{6}\" height=\"{7}\" fill=\"#f4f4f4\"/>\n",
+                 kWidth, kHeight, kLeft, xml_escape(options.title), xml_escape(subtitle), kTop,
+                 kPlotWidth, kPlotHeight);
   buffer_rects(out, problem, offsets, model, scale, aggregation);
   lines_and_axes(out, model, scale);
   out += "</g>\n";

@@ -29,9 +29,13 @@ int run(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string tail(const std::filesystem::path& path) {
+std::string read(const std::filesystem::path& path) {
   std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string tail(const std::filesystem::path& path) {
+  const std::string text = read(path);
   return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
 }
 
@@ -98,6 +102,31 @@ TEST(DrawBrowser, ChromiumShowsTheRectangles) {
   EXPECT_LT(found[2].y + 100, found[0].y) << "top-left is not above bottom-left";
   EXPECT_LT(found[3].y + 50, found[1].y) << "top-right is not above bottom-right";
   EXPECT_LT(found[3].count, found[2].count) << "top-right (60 MiB) is not smaller than top-left";
+
+  // Hover: a mouse move where the screenshot shows top-left fills the tooltip with its
+  // description (the page, with a script that moves the mouse, dumped after it ran).
+  std::string page = to_html(p.problem, p.offsets, {.title = "browser test", .tags = tags});
+  const std::string move =
+      "<script>document.getElementById('plot').dispatchEvent(new MouseEvent("
+      "'mousemove', {clientX: " +
+      std::to_string(found[2].x) + ", clientY: " + std::to_string(found[2].y) +
+      ", bubbles: true}));"
+      "</script>\n</body>";
+  page.replace(page.rfind("</body>"), 7, move);
+  std::ofstream(dir / "hover.html") << page;
+  ASSERT_EQ(run("timeout -k 5 90 " + chromium +
+                " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                (dir / "profile").string() + " --window-size=900,600 --dump-dom file://" +
+                (dir / "hover.html").string() + " > " + (dir / "dom.html").string() + " 2> " +
+                (dir / "chromium.log").string()),
+            0)
+      << tail(dir / "chromium.log");
+  const std::string dom = read(dir / "dom.html");
+  EXPECT_NE(dom.find("<div>top-left · gamma</div><div>100 MiB (104857600 B)</div>"
+                     "<div>live [0, 10)</div><div>at [100 MiB, 200 MiB)</div>"),
+            std::string::npos)
+      << "no tooltip for top-left at (" << found[2].x << ", " << found[2].y << "):\n"
+      << tail(dir / "dom.html");
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 

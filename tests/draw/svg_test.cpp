@@ -104,7 +104,7 @@ TEST(DrawSvg, LegendListsTheLargestAndCountsTheRest) {
   EXPECT_THAT(svg, HasSubstr(">b19</text>"));  // the largest comes first
   EXPECT_THAT(svg, HasSubstr(">b5</text>"));   // the 15th largest
   EXPECT_THAT(svg, Not(HasSubstr(">b4</text>")));
-  EXPECT_THAT(svg, HasSubstr(">5 more: 4.89 KiB 24.8%</text>"));
+  EXPECT_THAT(svg, HasSubstr(">5 more: 4.89 KiB · 24.8%</text>"));
 }
 
 TEST(DrawSvg, AnEmptyPlanIsAnEmptyPicture) {
