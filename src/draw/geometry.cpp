@@ -95,9 +95,12 @@ Aggregation aggregate(const plan::Problem& problem, std::span<const Bytes> offse
 std::vector<double> time_ticks(double begin, double end, int count) {
   std::vector<double> ticks;
   if (!(end > begin) || count < 1) return ticks;
-  const double step = round_step((end - begin) / count);
-  for (double t = std::ceil(begin / step) * step; t <= end + step * 1e-9; t += step) {
-    ticks.push_back(t);
+  // Counted, not accumulated: a step below the values' precision (times near 2^63) cannot loop
+  // forever; at most 4 * count + 2 ticks.
+  const double step = std::max(1.0, round_step((end - begin) / count));  // instants are whole
+  const double first = std::ceil(begin / step);
+  for (int k = 0; (first + k) * step <= end + step * 1e-9 && k <= 4 * count + 1; ++k) {
+    ticks.push_back((first + k) * step);
   }
   return ticks;
 }
@@ -108,8 +111,8 @@ std::vector<Bytes> byte_ticks(Bytes top, int count) {
   double unit = 1;
   while (static_cast<double>(top) / unit >= 1024) unit *= 1024;
   const double step = std::max(1.0, round_step(static_cast<double>(top) / unit / count) * unit);
-  for (double value = 0; value <= static_cast<double>(top); value += step) {
-    ticks.push_back(static_cast<Bytes>(std::llround(value)));
+  for (int k = 0; k * step <= static_cast<double>(top) && k <= 4 * count + 1; ++k) {
+    ticks.push_back(static_cast<Bytes>(std::llround(k * step)));
   }
   return ticks;
 }

@@ -32,13 +32,16 @@ void array(std::string& out, std::string_view name, const PictureModel& model, V
 
 void data(std::string& out, const plan::Problem& problem, std::span<const Bytes> offsets,
           const PictureModel& model) {
-  fmt::format_to(std::back_inserter(out),
-                 "const D = {{t0:{},t1:{},top:{},arena:{},lb:{},peak:{},peakBytes:{},\n",
-                 model.time_begin, model.time_end, model.top, model.arena_size, model.lower_bound,
-                 model.peak_instant, model.peak_bytes);
+  fmt::format_to(
+      std::back_inserter(out),
+      "const D = {{tbase:\"{}\",t0:0,t1:{},top:{},arena:{},lb:{},peak:{},peakBytes:{},\n",
+      model.time_begin, model.time_end - model.time_begin, model.top, model.arena_size,
+      model.lower_bound, model.peak_instant - model.time_begin, model.peak_bytes);
+  // Times relative to the first instant, exact in the script's doubles (see kPictureScript).
   const auto& buffers = problem.buffers;
-  array(out, "L", model, [&](std::size_t i) { return buffers[i].lower; });
-  array(out, "U", model, [&](std::size_t i) { return buffers[i].upper; });
+  const plan::Time base = model.time_begin;
+  array(out, "L", model, [&](std::size_t i) { return buffers[i].lower - base; });
+  array(out, "U", model, [&](std::size_t i) { return buffers[i].upper - base; });
   array(out, "O", model, [&](std::size_t i) { return offsets[i]; });
   array(out, "S", model, [&](std::size_t i) { return buffers[i].size; });
   array(out, "C", model, [&](std::size_t i) { return model.colour[i]; });

@@ -34,6 +34,13 @@ const char* const kPictureScript = R"js(
     const s = x < 9.995 ? x.toFixed(2) : x < 99.95 ? x.toFixed(1) : x.toFixed(0);
     return (b < 0 ? "-" : "") + s + " " + units[u];
   }
+  // Times travel relative to D.tbase (a decimal string: traces may count in nanoseconds since
+  // 1970, past a double's exact integers); shown with it added back, exactly when whole.
+  function time(t) {
+    if (D.tbase === "0") return String(+t.toPrecision(12));
+    return Number.isInteger(t) ? (BigInt(D.tbase) + BigInt(t)).toString()
+                               : "+" + (+t.toPrecision(12)) + " from " + D.tbase;
+  }
   function roundStep(raw) {
     const m = Math.pow(10, Math.floor(Math.log10(raw)));
     for (const f of [1, 2, 5]) if (f * m >= raw) return f * m;
@@ -99,27 +106,28 @@ const char* const kPictureScript = R"js(
     ctx.beginPath(); ctx.moveTo(x, M.t); ctx.lineTo(x, M.t + ph()); ctx.stroke();
     ctx.restore();
     ctx.setLineDash([]); ctx.fillStyle = "#000000"; ctx.textAlign = "center"; ctx.font = "12px sans-serif";
-    if (x >= M.l && x <= M.l + pw()) ctx.fillText("peak " + human(D.peakBytes) + " at t=" + D.peak, x, M.t - 8);
+    if (x >= M.l && x <= M.l + pw()) ctx.fillText("peak " + human(D.peakBytes) + " at t=" + time(D.peak), x, M.t - 8);
     axes();
   }
   function axes() {
     ctx.strokeStyle = "#555555"; ctx.fillStyle = "#333333"; ctx.lineWidth = 1;
     ctx.beginPath();
     ctx.moveTo(M.l, M.t); ctx.lineTo(M.l, M.t + ph()); ctx.lineTo(M.l + pw(), M.t + ph()); ctx.stroke();
-    const ts = roundStep((v.t1 - v.t0) / 10);
+    const ts = Math.max(1, roundStep((v.t1 - v.t0) / 10));  // instants are whole
     ctx.textAlign = "center";
-    for (let t = Math.ceil(v.t0 / ts) * ts; t <= v.t1; t += ts) {
-      const x = px(t);
+    // Counted, not accumulated: a step below the values' precision cannot loop forever.
+    for (let k = Math.ceil(v.t0 / ts), n = 0; k * ts <= v.t1 && n < 40; k++, n++) {
+      const t = k * ts, x = px(t);
       ctx.beginPath(); ctx.moveTo(x, M.t + ph()); ctx.lineTo(x, M.t + ph() + 5); ctx.stroke();
-      ctx.fillText(String(+t.toPrecision(12)), x, M.t + ph() + 18);
+      ctx.fillText(time(+t.toPrecision(12)), x, M.t + ph() + 18);
     }
     ctx.fillText("time", M.l + pw() / 2, M.t + ph() + 36);
     let unit = 1, u = 0;
     while ((v.a1 - v.a0) / unit >= 1024 && u < 6) { unit *= 1024; u++; }
     const as = roundStep((v.a1 - v.a0) / unit / 8) * unit;
     ctx.textAlign = "right";
-    for (let a = Math.ceil(v.a0 / as) * as; a <= v.a1; a += as) {
-      const y = py(a);
+    for (let k = Math.ceil(v.a0 / as), n = 0; k * as <= v.a1 && n < 40; k++, n++) {
+      const a = k * as, y = py(a);
       ctx.beginPath(); ctx.moveTo(M.l - 5, y); ctx.lineTo(M.l, y); ctx.stroke();
       ctx.fillText(a === 0 ? "0" : +(a / unit).toPrecision(4) + " " + units[u], M.l - 8, y + 4);
     }
@@ -171,7 +179,7 @@ const char* const kPictureScript = R"js(
     tip.textContent = "";
     for (const line of [D.I[i] + (tag ? " \u00b7 " + tag : ""),
                         human(D.S[i]) + " (" + D.S[i] + " B)",
-                        "live [" + D.L[i] + ", " + D.U[i] + ")",
+                        "live [" + time(D.L[i]) + ", " + time(D.U[i]) + ")",
                         "at [" + human(D.O[i]) + ", " + human(D.O[i] + D.S[i]) + ")",
                         (100 * D.S[i] / D.peakBytes).toFixed(1) + "% of the peak"]) {
       const div = document.createElement("div"); div.textContent = line; tip.appendChild(div);
@@ -188,7 +196,8 @@ const char* const kPictureScript = R"js(
   cv.addEventListener("wheel", e => {
     e.preventDefault();
     const r = cv.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
-    const f = Math.exp(e.deltaY * 0.002);
+    // Zoom in no further than a hundredth of an instant and a byte across the plot.
+    const f = Math.max(Math.exp(e.deltaY * 0.002), 0.01 / (v.t1 - v.t0), 1 / (v.a1 - v.a0));
     const t = v.t0 + (mx - M.l) / pw() * (v.t1 - v.t0), a = v.a0 + (1 - (my - M.t) / ph()) * (v.a1 - v.a0);
     v.t0 = t - (t - v.t0) * f; v.t1 = t + (v.t1 - t) * f;
     if (!e.shiftKey) { v.a0 = a - (a - v.a0) * f; v.a1 = a + (v.a1 - a) * f; }

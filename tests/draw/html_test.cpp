@@ -42,6 +42,18 @@ TEST(DrawHtml, SelfContainedWithTheDataEmbedded) {
   EXPECT_THAT(html, HasSubstr("Live at the peak (t=2): 1.00 MiB"));
 }
 
+// Times past a double's exact integers travel relative to the first instant, as a string.
+TEST(DrawHtml, TimesAreRelativeToTheFirstInstant) {
+  Plan p;
+  p.add("a", 1'700'000'000'000'000'001, 1'700'000'000'000'000'004, 64, 0);
+  p.add("b", 1'700'000'000'000'000'003, 1'700'000'000'000'000'009, 64, 64);
+  const std::string html = to_html(p.problem, p.offsets, {});
+  EXPECT_THAT(html, HasSubstr("tbase:\"1700000000000000001\",t0:0,t1:8,"));
+  EXPECT_THAT(html, HasSubstr("peak:2,"));
+  EXPECT_THAT(html, HasSubstr("L:[0,2]"));
+  EXPECT_THAT(html, HasSubstr("U:[3,8]"));
+}
+
 TEST(DrawHtml, AHundredThousandBuffersTakeAboutFortyBytesEach) {
   const Plan p = testing::lanes_plan(100'000, 64, 1 << 20, 4);
   const std::string html = to_html(p.problem, p.offsets, {});

@@ -152,6 +152,9 @@ TEST(DrawModel, BytesInHumanUnits) {
 TEST(DrawModel, TicksAreRoundAndCoverTheAxis) {
   EXPECT_EQ(time_ticks(0, 100, 10),
             (std::vector<double>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}));
+  EXPECT_EQ(time_ticks(0, 3, 10), (std::vector<double>{0, 1, 2, 3}));  // instants are whole
+  // Nanoseconds since 1970: steps of 1 are below a double's precision there; still few ticks.
+  EXPECT_LE(time_ticks(1.7e18, 1.7e18 + 5, 10).size(), 42u);
   const auto bytes = byte_ticks(Bytes{3} << 30, 6);  // 3 GiB: steps of 0.5 GiB
   ASSERT_EQ(bytes.size(), 7u);
   EXPECT_EQ(bytes[1], Bytes{1} << 29);

@@ -93,8 +93,9 @@ struct Aggregation {
                                     const PictureModel& model, const Scale& scale,
                                     std::size_t exact_limit = kSvgExactLimit);
 
-// Axis ticks: about `count` round values in [begin, end] (1, 2 or 5 times a power of ten; for
-// bytes, of the binary unit that fits the range).
+// Axis ticks: about `count` round values in [begin, end] (1, 2 or 5 times a power of ten, and for
+// time at least 1; for bytes, of the binary unit that fits the range); never more than
+// 4 * count + 2, whatever the values' precision.
 [[nodiscard]] std::vector<double> time_ticks(double begin, double end, int count);
 [[nodiscard]] std::vector<Bytes> byte_ticks(Bytes top, int count);
 // A byte tick's label in the binary unit of `top`, so that all labels of an axis share it:
