@@ -2,6 +2,7 @@
 // show the rectangles, in their colours and where the plan puts them (earlier buffers to the
 // left, higher offsets higher up), not a blank page. tests/draw/png_colours.py reads the PNG
 // with zlib alone. Skips when chromium or python3 is missing; every command runs under timeout.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,6 +40,20 @@ std::string tail(const std::filesystem::path& path) {
   return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
 }
 
+// Headless Chromium on `page` doing `action` (--screenshot=FILE, --dump-dom) in a 900 x 600
+// window, under timeout; stdout to `out`, stderr to dir/chromium.log. The exit code (124: timed
+// out).
+int run_chromium(const std::string& chromium, const std::filesystem::path& dir,
+                 const std::string& action, const std::filesystem::path& page,
+                 const std::filesystem::path& out) {
+  return run(fmt::format(
+      "timeout -k 5 90 {} --headless --no-sandbox --disable-gpu --no-first-run "
+      "--force-device-scale-factor=1 --user-data-dir={} --window-size=900,600 {} file://{} > {} "
+      "2> {}",
+      chromium, (dir / "profile").string(), action, page.string(), out.string(),
+      (dir / "chromium.log").string()));
+}
+
 struct Found {
   long count = 0, x = -1, y = -1;
 };
@@ -65,23 +80,21 @@ TEST(DrawBrowser, ChromiumShowsTheRectangles) {
   }
 
   const auto dir =
-      std::filesystem::temp_directory_path() / ("memplan_browser_" + std::to_string(::getpid()));
+      std::filesystem::temp_directory_path() / fmt::format("memplan_browser_{}", ::getpid());
   std::filesystem::create_directories(dir);
   write_picture(dir / "page.html", p.problem, p.offsets, {.title = "browser test", .tags = tags});
   const int chromium_rc =
-      run("timeout -k 5 90 " + chromium +
-          " --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run"
-          " --force-device-scale-factor=1 --user-data-dir=" +
-          (dir / "profile").string() +
-          " --window-size=900,600 --screenshot=" + (dir / "shot.png").string() + " file://" +
-          (dir / "page.html").string() + " > " + (dir / "chromium.log").string() + " 2>&1");
+      run_chromium(chromium, dir, "--hide-scrollbars --screenshot=" + (dir / "shot.png").string(),
+                   dir / "page.html", "/dev/null");
   ASSERT_EQ(chromium_rc, 0) << "chromium failed (124: timed out):\n" << tail(dir / "chromium.log");
   ASSERT_TRUE(std::filesystem::exists(dir / "shot.png")) << tail(dir / "chromium.log");
 
-  std::string command =
-      "timeout 120 python3 " MEMPLAN_DRAW_TEST_DIR "/png_colours.py " + (dir / "shot.png").string();
-  for (const std::string& h : hex) command += " " + h.substr(1);
-  ASSERT_EQ(run(command + " > " + (dir / "colours.txt").string() + " 2>&1"), 0)
+  std::string colours;
+  for (const std::string& h : hex) colours += fmt::format(" {}", h.substr(1));
+  ASSERT_EQ(
+      run(fmt::format("timeout 120 python3 {}/png_colours.py {}{} > {} 2>&1", MEMPLAN_DRAW_TEST_DIR,
+                      (dir / "shot.png").string(), colours, (dir / "colours.txt").string())),
+      0)
       << tail(dir / "colours.txt");
   std::ifstream in(dir / "colours.txt");
   long width = 0, height = 0;
@@ -106,20 +119,13 @@ TEST(DrawBrowser, ChromiumShowsTheRectangles) {
   // Hover: a mouse move where the screenshot shows top-left fills the tooltip with its
   // description (the page, with a script that moves the mouse, dumped after it ran).
   std::string page = to_html(p.problem, p.offsets, {.title = "browser test", .tags = tags});
-  const std::string move =
-      "<script>document.getElementById('plot').dispatchEvent(new MouseEvent("
-      "'mousemove', {clientX: " +
-      std::to_string(found[2].x) + ", clientY: " + std::to_string(found[2].y) +
-      ", bubbles: true}));"
-      "</script>\n</body>";
+  const std::string move = fmt::format(
+      "<script>document.getElementById('plot').dispatchEvent(new MouseEvent('mousemove', "
+      "{{clientX: {}, clientY: {}, bubbles: true}}));</script>\n</body>",
+      found[2].x, found[2].y);
   page.replace(page.rfind("</body>"), 7, move);
   std::ofstream(dir / "hover.html") << page;
-  ASSERT_EQ(run("timeout -k 5 90 " + chromium +
-                " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
-                (dir / "profile").string() + " --window-size=900,600 --dump-dom file://" +
-                (dir / "hover.html").string() + " > " + (dir / "dom.html").string() + " 2> " +
-                (dir / "chromium.log").string()),
-            0)
+  ASSERT_EQ(run_chromium(chromium, dir, "--dump-dom", dir / "hover.html", dir / "dom.html"), 0)
       << tail(dir / "chromium.log");
   const std::string dom = read(dir / "dom.html");
   EXPECT_NE(dom.find("<div>top-left · gamma</div><div>100 MiB (104857600 B)</div>"

@@ -3,6 +3,8 @@
 // milliseconds.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <random>
 #include <string>
 #include <vector>
@@ -29,7 +31,7 @@ inline Plan lanes_plan(std::size_t count, std::size_t lanes, Bytes lane_bytes, u
     const std::size_t lane = random() % lanes;
     const plan::Time length = 1 + static_cast<plan::Time>(random() % 20);
     const Bytes size = 1 + static_cast<Bytes>(random() % static_cast<std::uint64_t>(lane_bytes));
-    out.add("t" + std::to_string(i), lane_time[lane], lane_time[lane] + length, size,
+    out.add(fmt::format("t{}", i), lane_time[lane], lane_time[lane] + length, size,
             static_cast<Bytes>(lane) * lane_bytes);
     lane_time[lane] += length + static_cast<plan::Time>(random() % 3);
   }

@@ -1,5 +1,6 @@
 // The HTML picture: self-contained (nothing fetched), the data embedded once per buffer and
 // safe inside its <script>, and write_picture choosing the format by extension.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -71,7 +72,7 @@ TEST(DrawFiles, TheExtensionChoosesTheFormat) {
   const Plan p = two_buffers();
   const auto dir =
       std::filesystem::temp_directory_path() /
-      ("memplan_draw_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+      fmt::format("memplan_draw_{}", ::testing::UnitTest::GetInstance()->random_seed());
   std::filesystem::create_directories(dir);
   write_picture(dir / "plan.SVG", p.problem, p.offsets);
   write_picture(dir / "plan.html", p.problem, p.offsets);

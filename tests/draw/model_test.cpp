@@ -1,5 +1,6 @@
 // The picture's model: the peak instant and the buffers live there, their shares, colours,
 // units, the SVG's aggregation bound at 100,000 buffers, and invalid plans refused by name.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -56,7 +57,7 @@ TEST(DrawModel, PeakMatchesABruteForceOnRandomPlans) {
     const int count = 1 + static_cast<int>(random() % 40);
     for (int i = 0; i < count; ++i) {
       const plan::Time lower = random() % 30;
-      problem.buffers.push_back({.id = "r" + std::to_string(i),
+      problem.buffers.push_back({.id = fmt::format("r{}", i),
                                  .lower = lower,
                                  .upper = lower + static_cast<plan::Time>(random() % 10),
                                  .size = static_cast<Bytes>(random() % 1000)});

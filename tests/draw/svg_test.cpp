@@ -1,5 +1,6 @@
 // The SVG picture: well-formed markup, one rectangle per buffer below the aggregation threshold,
 // each with its description as a title; the lines and the legend; a bounded file past it.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -31,9 +32,9 @@ std::string xml_problem(const std::string& text) {
   std::size_t at = 0;
   while ((at = text.find('<', at)) != std::string::npos) {
     const std::size_t end = text.find('>', at);
-    if (end == std::string::npos) return "unclosed tag at " + std::to_string(at);
+    if (end == std::string::npos) return fmt::format("unclosed tag at {}", at);
     const std::string tag = text.substr(at + 1, end - at - 1);
-    if (tag.empty()) return "empty tag at " + std::to_string(at);
+    if (tag.empty()) return fmt::format("empty tag at {}", at);
     if (count(tag, "\"") % 2 != 0) return "unbalanced quotes in <" + tag + ">";
     if (tag.front() == '?') {
       // the XML declaration
@@ -99,7 +100,7 @@ TEST(DrawSvg, TagsColourAndNameTheBuffers) {
 
 TEST(DrawSvg, LegendListsTheLargestAndCountsTheRest) {
   Plan p;
-  for (int i = 0; i < 20; ++i) p.add("b" + std::to_string(i), 0, 4, 1000 + i, 1100 * i);
+  for (int i = 0; i < 20; ++i) p.add(fmt::format("b{}", i), 0, 4, 1000 + i, 1100 * i);
   const std::string svg = to_svg(p.problem, p.offsets, {});
   EXPECT_THAT(svg, HasSubstr(">b19</text>"));  // the largest comes first
   EXPECT_THAT(svg, HasSubstr(">b5</text>"));   // the 15th largest
