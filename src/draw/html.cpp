@@ -64,11 +64,15 @@ void data(std::string& out, const plan::Problem& problem, std::span<const Bytes>
   out += "};\n";
 }
 
-void swatch_row(std::string& out, Rgb colour, const std::string& text, const std::string& below) {
+// A legend row; `drawn` >= 0 is the buffer's place in the data arrays, which the script
+// outlines on the plot while the mouse is over the row.
+void swatch_row(std::string& out, Rgb colour, const std::string& text, const std::string& below,
+                std::ptrdiff_t drawn = -1) {
   fmt::format_to(std::back_inserter(out),
-                 "<div class=\"row\"><span class=\"sw\" style=\"background:{}\"></span>"
+                 "<div class=\"row\"{}><span class=\"sw\" style=\"background:{}\"></span>"
                  "<span>{}{}</span></div>\n",
-                 to_hex(colour), xml_escape(text),
+                 drawn < 0 ? "" : fmt::format(" data-k=\"{}\"", drawn), to_hex(colour),
+                 xml_escape(text),
                  below.empty() ? "" : "<br><span class=\"id\">" + xml_escape(below) + "</span>");
 }
 
@@ -83,7 +87,9 @@ void legend(std::string& out, const plan::Problem& problem, const PictureModel& 
                                 : " [" + model.palette_tags[model.colour[live.buffer]] + "]";
     swatch_row(out, model.palette[model.colour[live.buffer]],
                fmt::format("{} · {}{}", human_bytes(live.size), detail::percent(live.share), tag),
-               problem.buffers[live.buffer].id);
+               problem.buffers[live.buffer].id,
+               std::lower_bound(model.drawn.begin(), model.drawn.end(), live.buffer) -
+                   model.drawn.begin());
   }
   if (shown < model.live_at_peak.size()) {
     Bytes rest = 0;
@@ -106,8 +112,8 @@ void legend(std::string& out, const plan::Problem& problem, const PictureModel& 
     }
   }
   out +=
-      "<p class=\"id\">Hover a buffer for its id, size and lifetime. Wheel: zoom (Shift: time "
-      "only); drag: pan; double-click: reset.</p>\n</aside>\n";
+      "<p class=\"id\">Hover a buffer for its id, size and lifetime, a row above to find it on "
+      "the plot. Wheel: zoom (Shift: time only); drag: pan; double-click: reset.</p>\n</aside>\n";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ main { display: flex; height: calc(100% - 56px); }
 aside { width: 330px; overflow: auto; padding: 0 12px; box-sizing: border-box; }
 aside h2 { font-size: 14px; margin: 8px 0; }
 aside .row { display: flex; gap: 6px; align-items: baseline; margin: 3px 0; }
+aside .row[data-k]:hover { background: #eeeeee; }
 aside .sw { width: 12px; height: 12px; flex: none; display: inline-block; }
 aside .id { color: #555; font-size: 11px; overflow-wrap: anywhere; }
 #tip { position: fixed; pointer-events: none; background: #fffff0; border: 1px solid #888;
@@ -25,7 +26,7 @@ const char* const kPictureScript = R"js(
   const tip = document.getElementById("tip");
   const n = D.L.length, M = { l: 90, r: 16, t: 24, b: 44 };
   const full = { t0: D.t0, t1: D.t1, a0: 0, a1: D.top };
-  let v = Object.assign({}, full), W = 0, H = 0;
+  let v = Object.assign({}, full), W = 0, H = 0, marked = -1;  // marked: a legend row's buffer
   const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
   function human(b) {
     let x = Math.abs(b), u = 0;
@@ -101,6 +102,11 @@ const char* const kPictureScript = R"js(
     ctx.font = "12px sans-serif";
     hline(D.lb, "#1a7f37", "lower bound " + human(D.lb), false);
     hline(D.arena, "#c62828", "arena " + human(D.arena), true);
+    if (marked >= 0) {  // the buffer of the legend row under the mouse
+      const i = marked, x0 = px(D.L[i]), y0 = py(D.O[i] + D.S[i]);
+      ctx.strokeStyle = "#000000"; ctx.lineWidth = 3; ctx.setLineDash([]);
+      ctx.strokeRect(x0 - 2, y0 - 2, Math.max(px(D.U[i]) - x0, 1) + 4, Math.max(py(D.O[i]) - y0, 1) + 4);
+    }
     const x = px(D.peak);
     ctx.strokeStyle = "#000000"; ctx.setLineDash([3, 3]); ctx.lineWidth = 1.5;
     ctx.beginPath(); ctx.moveTo(x, M.t); ctx.lineTo(x, M.t + ph()); ctx.stroke();
@@ -165,6 +171,10 @@ const char* const kPictureScript = R"js(
     return bestDistance <= 4 ? best : -1;
   }
   let drag = null;
+  for (const row of document.querySelectorAll("aside .row[data-k]")) {
+    row.addEventListener("mouseenter", () => { marked = +row.dataset.k; redraw(); });
+    row.addEventListener("mouseleave", () => { marked = -1; redraw(); });
+  }
   cv.addEventListener("mousemove", e => {
     const r = cv.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
     if (drag) {

@@ -41,6 +41,11 @@ TEST(DrawHtml, SelfContainedWithTheDataEmbedded) {
   EXPECT_THAT(html, HasSubstr("<title>two</title>"));
   EXPECT_THAT(html, HasSubstr("<canvas id=\"plot\">"));
   EXPECT_THAT(html, HasSubstr("Live at the peak (t=2): 1.00 MiB"));
+  // The legend's rows name the buffer's place in the data, largest first: "second", then the other.
+  const auto first_row = html.find("<div class=\"row\" data-k=\"1\">");
+  const auto second_row = html.find("<div class=\"row\" data-k=\"0\">");
+  ASSERT_NE(first_row, std::string::npos);
+  EXPECT_LT(first_row, second_row);
 }
 
 // Times past a double's exact integers travel relative to the first instant, as a string.
