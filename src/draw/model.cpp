@@ -1,0 +1,179 @@
+// The picture's model: the plan checked, its extent, the peak instant found by one sweep over
+// lifetime ends (frees before allocations at the same instant: lifetimes are half-open), the
+// buffers live there, and a palette with one entry per tag (or per distinct id colour).
+#include "memplan/draw/model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "memplan/error.hpp"
+#include "memplan/plan/validator.hpp"
+
+namespace memplan::draw {
+namespace {
+
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::uint8_t channel(double value) {
+  return static_cast<std::uint8_t>(std::lround(std::clamp(value, 0.0, 1.0) * 255.0));
+}
+
+Rgb from_hsl(double hue, double saturation, double lightness) {
+  const double chroma = (1 - std::abs(2 * lightness - 1)) * saturation;
+  const double h = hue / 60.0;
+  const double second = chroma * (1 - std::abs(std::fmod(h, 2.0) - 1));
+  double r = 0, g = 0, b = 0;
+  if (h < 1) {
+    r = chroma, g = second;
+  } else if (h < 2) {
+    r = second, g = chroma;
+  } else if (h < 3) {
+    g = chroma, b = second;
+  } else if (h < 4) {
+    g = second, b = chroma;
+  } else if (h < 5) {
+    r = second, b = chroma;
+  } else {
+    r = chroma, b = second;
+  }
+  const double m = lightness - chroma / 2;
+  return {channel(r + m), channel(g + m), channel(b + m)};
+}
+
+void check_plan(const plan::Problem& problem, std::span<const Bytes> offsets,
+                const DrawOptions& options) {
+  plan::check_problem(problem);
+  if (!options.tags.empty() && options.tags.size() != problem.buffers.size()) {
+    throw InvalidArgument(
+        fmt::format("cannot draw: {} tags for {} buffers (give one per buffer, "
+                    "or none)",
+                    options.tags.size(), problem.buffers.size()));
+  }
+  const auto violations = plan::find_violations(problem, offsets, 1);
+  if (!violations.empty()) {
+    throw InvalidArgument(fmt::format("cannot draw an invalid plan: {}", violations[0].message));
+  }
+}
+
+// The first instant with the most bytes live, and those bytes.
+std::pair<plan::Time, Bytes> find_peak(const plan::Problem& problem,
+                                       std::span<const std::size_t> drawn) {
+  std::vector<std::pair<plan::Time, Bytes>> changes;
+  changes.reserve(2 * drawn.size());
+  for (const std::size_t i : drawn) {
+    const plan::Buffer& b = problem.buffers[i];
+    changes.emplace_back(b.lower, b.size);
+    changes.emplace_back(b.upper, -b.size);
+  }
+  std::sort(changes.begin(), changes.end());  // at one instant, frees (negative) first
+  plan::Time instant = changes.empty() ? 0 : changes.front().first;
+  Bytes live = 0, peak = 0;
+  for (std::size_t k = 0; k < changes.size(); ++k) {
+    live += changes[k].second;
+    const bool last_at_instant =
+        k + 1 == changes.size() || changes[k + 1].first != changes[k].first;
+    if (last_at_instant && live > peak) {
+      peak = live;
+      instant = changes[k].first;
+    }
+  }
+  return {instant, peak};
+}
+
+}  // namespace
+
+Rgb colour_for(std::string_view key) {
+  const std::uint64_t hash = fnv1a(key);
+  const double hue = static_cast<double>(hash % 360);
+  const double saturation = 0.55 + static_cast<double>((hash >> 16) % 25) / 100.0;
+  const double lightness = 0.50 + static_cast<double>((hash >> 32) % 15) / 100.0;
+  return from_hsl(hue, saturation, lightness);
+}
+
+std::string to_hex(Rgb colour) {
+  return fmt::format("#{:02x}{:02x}{:02x}", colour.r, colour.g, colour.b);
+}
+
+std::string human_bytes(Bytes bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  const double magnitude = std::abs(static_cast<double>(bytes));
+  if (magnitude < 1024) return fmt::format("{} B", bytes);
+  double value = magnitude / 1024.0;
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  const char* sign = bytes < 0 ? "-" : "";
+  if (value < 9.995) return fmt::format("{}{:.2f} {}", sign, value, kUnits[unit]);
+  if (value < 99.95) return fmt::format("{}{:.1f} {}", sign, value, kUnits[unit]);
+  return fmt::format("{}{:.0f} {}", sign, value, kUnits[unit]);
+}
+
+PictureModel build_model(const plan::Problem& problem, std::span<const Bytes> offsets,
+                         const DrawOptions& options) {
+  check_plan(problem, offsets, options);
+  PictureModel model;
+  model.lower_bound = options.lower_bound;
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (problem.buffers[i].occupies()) model.drawn.push_back(i);
+  }
+  if (!model.drawn.empty()) {
+    model.time_begin = problem.buffers[model.drawn.front()].lower;
+    model.time_end = problem.buffers[model.drawn.front()].upper;
+    for (const std::size_t i : model.drawn) {
+      model.time_begin = std::min(model.time_begin, problem.buffers[i].lower);
+      model.time_end = std::max(model.time_end, problem.buffers[i].upper);
+    }
+  }
+  model.arena_size = plan::arena_size(problem, offsets);
+  model.top = std::max({model.arena_size, model.lower_bound, Bytes{1}});
+
+  std::tie(model.peak_instant, model.peak_bytes) = find_peak(problem, model.drawn);
+  for (const std::size_t i : model.drawn) {
+    const plan::Buffer& b = problem.buffers[i];
+    if (b.lower <= model.peak_instant && model.peak_instant < b.upper) {
+      model.live_at_peak.push_back(
+          {i, b.size, static_cast<double>(b.size) / static_cast<double>(model.peak_bytes)});
+    }
+  }
+  std::sort(model.live_at_peak.begin(), model.live_at_peak.end(),
+            [](const LiveBuffer& a, const LiveBuffer& b) {
+              return a.size != b.size ? a.size > b.size : a.buffer < b.buffer;
+            });
+
+  model.colour.resize(problem.buffers.size());
+  std::map<std::string, std::uint32_t, std::less<>> by_tag;
+  std::map<std::uint32_t, std::uint32_t> by_rgb;
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    const auto next = static_cast<std::uint32_t>(model.palette.size());
+    if (!options.tags.empty()) {
+      const auto [entry, added] = by_tag.try_emplace(options.tags[i], next);
+      if (added) {
+        model.palette.push_back(colour_for(options.tags[i]));
+        model.palette_tags.push_back(options.tags[i]);
+      }
+      model.colour[i] = entry->second;
+    } else {
+      const Rgb rgb = colour_for(problem.buffers[i].id);
+      const auto [entry, added] =
+          by_rgb.try_emplace(std::uint32_t{rgb.r} << 16 | std::uint32_t{rgb.g} << 8 | rgb.b, next);
+      if (added) model.palette.push_back(rgb);
+      model.colour[i] = entry->second;
+    }
+  }
+  return model;
+}
+
+}  // namespace memplan::draw
