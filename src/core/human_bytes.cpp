@@ -18,9 +18,12 @@ std::string human_bytes(Bytes bytes) {
     value /= 1024.0;
     ++unit;
   }
-  // Three significant digits: 1.36 GiB, 13.6 GiB, 136 GiB.
-  const int decimals = value < 10.0 ? 2 : value < 100.0 ? 1 : 0;
-  return fmt::format("{}{:.{}f} {}", bytes < 0 ? "-" : "", value, decimals, kUnits[unit]);
+  // Three significant digits: 1.36 GiB, 13.6 GiB, 136 GiB (thresholds where the rounding would
+  // print a fourth digit: 9.996 is "10.0", not "10.00").
+  const char* sign = bytes < 0 ? "-" : "";
+  if (value < 9.995) return fmt::format("{}{:.2f} {}", sign, value, kUnits[unit]);
+  if (value < 99.95) return fmt::format("{}{:.1f} {}", sign, value, kUnits[unit]);
+  return fmt::format("{}{:.0f} {}", sign, value, kUnits[unit]);
 }
 
 }  // namespace memplan

@@ -105,22 +105,6 @@ std::string to_hex(Rgb colour) {
   return fmt::format("#{:02x}{:02x}{:02x}", colour.r, colour.g, colour.b);
 }
 
-std::string human_bytes(Bytes bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  const double magnitude = std::abs(static_cast<double>(bytes));
-  if (magnitude < 1024) return fmt::format("{} B", bytes);
-  double value = magnitude / 1024.0;
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  const char* sign = bytes < 0 ? "-" : "";
-  if (value < 9.995) return fmt::format("{}{:.2f} {}", sign, value, kUnits[unit]);
-  if (value < 99.95) return fmt::format("{}{:.1f} {}", sign, value, kUnits[unit]);
-  return fmt::format("{}{:.0f} {}", sign, value, kUnits[unit]);
-}
-
 PictureModel build_model(const plan::Problem& problem, std::span<const Bytes> offsets,
                          const DrawOptions& options) {
   check_plan(problem, offsets, options);

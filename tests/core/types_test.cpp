@@ -26,6 +26,11 @@ TEST(HumanBytes, ThreeSignificantDigitsInBinaryUnits) {
   EXPECT_EQ(human_bytes(Bytes{136} << 30), "136 GiB");
   EXPECT_EQ(human_bytes(Bytes{1} << 62), "4.00 EiB");
   EXPECT_EQ(human_bytes(-(Bytes{2} << 20)), "-2.00 MiB");
+  EXPECT_EQ(human_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(human_bytes(10234), "9.99 KiB");  // 9.994
+  EXPECT_EQ(human_bytes(10236), "10.0 KiB");  // 9.996: "10.00" would be a fourth digit
+  EXPECT_EQ(human_bytes(Bytes{50} << 20), "50.0 MiB");
+  EXPECT_EQ(human_bytes(102349), "100 KiB");  // 99.95: not "100.0"
 }
 
 }  // namespace

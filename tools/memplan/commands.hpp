@@ -16,5 +16,6 @@ inline constexpr int kExitUsage = 2;  // a bad command line
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_convert_command(CLI::App& app, int& exit_code);
+void add_draw_command(CLI::App& app, int& exit_code);
 
 }  // namespace memplan::tool

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   app.footer("exit codes: 0 ok, 1 an input, planning or output error, 2 a bad command line.");
   int exit_code = kExitOk;
   add_plan_command(app, exit_code);
+  add_draw_command(app, exit_code);
   add_replay_command(app, exit_code);
   add_convert_command(app, exit_code);
   try {

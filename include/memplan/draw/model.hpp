@@ -29,10 +29,6 @@ struct Rgb {
 // "#rrggbb".
 [[nodiscard]] std::string to_hex(Rgb colour);
 
-// Byte counts for people: "512 B", "1.50 KiB", "1.36 GiB" (binary units, three significant
-// digits at most; "-2.00 KiB" for a negative count).
-[[nodiscard]] std::string human_bytes(Bytes bytes);
-
 struct LiveBuffer {
   std::size_t buffer = 0;  // index into the problem
   Bytes size = 0;
