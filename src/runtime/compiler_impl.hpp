@@ -66,7 +66,7 @@ struct Compiler::Impl {
         g.node(n.buffer).persistent) [[unlikely]] {
       return false;
     }
-    cursor.replayed_next_free(c);
+    cursor.replayed_next_free(c, n.buffer);
     return true;
   }
 

@@ -88,9 +88,9 @@ class StepCursor {
     ++events_;
     ++live_;
   }
-  // Replay: the path goes on at Free node `free`, the next one.
-  void replayed_next_free(NodeId free) noexcept {
-    step_->live[tree().node(free).buffer] = nullptr;
+  // Replay: the path goes on at Free node `free`, the next one, which frees `buffer`.
+  void replayed_next_free(NodeId free, NodeId buffer) noexcept {
+    step_->live[buffer] = nullptr;
     at_ = free;
     ++events_;
     --live_;
