@@ -33,9 +33,9 @@ struct Compiler::Impl {
   Impl(arena::PhysicalBackend& backend, CompilerOptions options);
 
   // The replay fast path, inline: the next recorded event is the cursor's first child, nothing
-  // foreign is live, no option needs checking. A tag costs its hash (an untagged call only the
-  // emptiness test); its name was kept when the node was recorded. nullptr / false: take the
-  // full path instead.
+  // foreign is live, no option needs checking. A tag costs its hash, out of line so that an
+  // untagged call pays only the emptiness test; the tag's name was kept when the node was
+  // recorded. nullptr / false: take the full path instead.
   void* try_replay_allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
     if (!cursor.running() || !cursor.replaying() || pause_depth != 0 || alignment != 0 ||
         rogues.in_window() || !cursor.none_late() || !cursor.on_step_thread()) [[unlikely]] {
@@ -45,8 +45,9 @@ struct Compiler::Impl {
     if (c == tree::kNoNode) [[unlikely]]
       return nullptr;
     const tree::Node& n = cursor.tree().node(c);
-    if (n.kind != tree::EventKind::Alloc || n.persistent || n.key.tag != tree::tag_hash(tag) ||
-        n.key.size != to_bytes(bytes) || n.key.alignment != default_alignment) [[unlikely]] {
+    if (n.kind != tree::EventKind::Alloc || n.persistent || n.key.size != to_bytes(bytes) ||
+        n.key.alignment != default_alignment || n.key.tag != (tag.empty() ? 0 : hash_of_tag(tag)))
+        [[unlikely]] {
       return nullptr;
     }
     void* p = planned_address(n.offset);
@@ -71,6 +72,7 @@ struct Compiler::Impl {
   }
 
   // step_events.cpp
+  [[gnu::noinline]] static std::uint64_t hash_of_tag(std::string_view tag) noexcept;
   void begin_step(std::string_view name);
   void* allocate(std::size_t bytes, std::string_view tag, std::size_t alignment);
   void deallocate(void* p);

@@ -39,6 +39,10 @@ void Compiler::Impl::begin_step(std::string_view name) {
   if (first) start_recording();
 }
 
+std::uint64_t Compiler::Impl::hash_of_tag(std::string_view tag) noexcept {
+  return tree::tag_hash(tag);
+}
+
 void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
   const std::size_t align = std::max(alignment, options.default_alignment);
   if (bytes == 0 || bytes > arena::PersistentPool::kMaxRequestBytes) {
