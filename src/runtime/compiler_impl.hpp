@@ -46,8 +46,8 @@ struct Compiler::Impl {
       return nullptr;
     const tree::Node& n = cursor.tree().node(c);
     if (n.kind != tree::EventKind::Alloc || n.persistent || n.key.size != to_bytes(bytes) ||
-        n.key.alignment != default_alignment || n.key.tag != (tag.empty() ? 0 : hash_of_tag(tag)))
-        [[unlikely]] {
+        n.key.alignment != default_alignment ||
+        ((n.key.tag | tag.size()) != 0 && n.key.tag != hash_of_tag(tag))) [[unlikely]] {
       return nullptr;
     }
     void* p = planned_address(n.offset);
