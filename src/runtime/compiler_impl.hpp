@@ -33,8 +33,8 @@ struct Compiler::Impl {
   Impl(arena::PhysicalBackend& backend, CompilerOptions options);
 
   // The replay fast path, inline: the next recorded event is the cursor's first child, nothing
-  // foreign is live, no option needs checking. A tag costs its hash, out of line so that an
-  // untagged call pays only the emptiness test; the tag's name was kept when the node was
+  // foreign is live, no option needs checking. A tag on either side costs the tag's hash, out of
+  // line, so that untagged calls pay one test; the tag's name was kept when the node was
   // recorded. nullptr / false: take the full path instead.
   void* try_replay_allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
     if (!cursor.running() || !cursor.replaying() || pause_depth != 0 || alignment != 0 ||
