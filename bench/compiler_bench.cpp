@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -34,11 +35,12 @@ CompilerOptions bench_options() {
   return o;
 }
 
-// One step of `pairs` allocate/free pairs of varied sizes (4 KiB + a multiple of 256 B).
-void run_pair_step(Compiler& compiler, std::size_t pairs) {
+// One step of `pairs` allocate/free pairs of varied sizes (4 KiB + a multiple of 256 B), each
+// allocation tagged `tag` (none when empty).
+void run_pair_step(Compiler& compiler, std::size_t pairs, std::string_view tag = {}) {
   compiler.begin_step("bench");
   for (std::size_t i = 0; i < pairs; ++i) {
-    void* p = compiler.allocate(4096 + 256 * (i % 7));
+    void* p = compiler.allocate(4096 + 256 * (i % 7), memplan::StreamRef{}, tag);
     benchmark::DoNotOptimize(p);
     compiler.deallocate(p);
   }
@@ -64,6 +66,21 @@ void BM_ReplayedPair(benchmark::State& state) {
   state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
 }
 BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs", "locked"});
+
+// BM_ReplayedPair with every allocation tagged (a 20-character tag, as a layer name would be):
+// the price of a tag on a replayed allocation. Thread-safe compiler.
+void BM_ReplayedTaggedPair(benchmark::State& state) {
+  const auto pairs = static_cast<std::size_t>(state.range(0));
+  constexpr std::string_view kTag = "blocks.7.attn.qkv_out";
+  memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
+  Compiler compiler(backend, bench_options());
+  run_pair_step(compiler, pairs, kTag);  // the recording
+  for (auto _ : state) run_pair_step(compiler, pairs, kTag);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(pairs));
+  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
+}
+BENCHMARK(BM_ReplayedTaggedPair)->Arg(64)->Arg(1024)->ArgName("pairs");
 
 // Check mode (CompilerOptions::check) per allocate+free pair of a step, after the recording:
 // range(0) = 0: poison alone (two fills per pair on the planned memory); 1: poison, no reuse and

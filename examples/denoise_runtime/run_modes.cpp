@@ -102,7 +102,7 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
     });
     const auto after = compiler.stats();
     row.path = memplan::capture::to_string(path);
-    row.replayed = after.steps_replayed > before.steps_replayed;
+    row.replayed = runner.last_step()->replayed();
     row.breaks = after.breaks;
     row.rogues = after.rogues;
     row.mapped = after.mapped_bytes;

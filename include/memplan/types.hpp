@@ -11,7 +11,8 @@ namespace memplan {
 
 // Signed on purpose: a negative size or offset is an error to report, not a huge number. The
 // planner, the allocation tree and the runtime count in Bytes; the arena, whose callers are
-// allocators, takes std::size_t like every allocator interface.
+// allocators, takes std::size_t like every allocator interface. The runtime meets the arena in one
+// place (src/runtime/planned_arena.hpp), with one checked conversion.
 using Bytes = std::int64_t;
 
 // `value` rounded up to a multiple of `alignment` (> 0; any value, not only powers of two). The

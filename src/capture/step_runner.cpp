@@ -22,11 +22,7 @@ std::string_view to_string(StepPath path) noexcept {
 
 StepRunner::StepRunner(Compiler& compiler, StepCapturer& capturer, StreamRef stream,
                        CaptureOptions options)
-    : compiler_(compiler),
-      capturer_(capturer),
-      stream_(stream),
-      options_(options),
-      context_(compiler, stream) {
+    : compiler_(compiler), capturer_(capturer), stream_(stream), options_(options) {
   if (options_.capture_after < 1) {
     throw InvalidArgument(
         fmt::format("CaptureOptions: capture_after must be >= 1, got {}", options_.capture_after));
@@ -41,11 +37,12 @@ StepRunner::StepRunner(Compiler& compiler, StepCapturer& capturer, StreamRef str
 
 StepPath StepRunner::run(std::string_view step_name, std::string_view key, const Body& body) {
   ++stats_.steps;
-  context_.reset(options_.enabled);
+  last_step_.reset();
+  StepContext context(compiler_, stream_, /*defer_launches=*/options_.enabled);
   if (!options_.enabled) {
     auto step = compiler_.step(step_name);
-    body(context_);
-    step.end();
+    body(context);
+    last_step_ = step.end();
     ++stats_.eager_steps;
     return StepPath::Eager;
   }
@@ -54,29 +51,24 @@ StepPath StepRunner::run(std::string_view step_name, std::string_view key, const
   if (it == entries_.end()) it = entries_.emplace(std::string(key), Entry{}).first;
   Entry& entry = it->second;
 
-  const Stats before = compiler_.stats();
   auto step = compiler_.step(step_name);
-  try {
-    body(context_);
-  } catch (...) {
-    context_.deferred_.clear();  // nothing of this step was launched; the guard aborts it
-    throw;
-  }
-  context_.depends_on(context_.launches_);
-  const Stats after = compiler_.stats();
-  const bool replayed = after.breaks == before.breaks &&
-                        after.recorded_allocations == before.recorded_allocations &&
-                        after.steps_dynamic == before.steps_dynamic;
-  const StepPath path = finish(entry, replayed);
-  step.end();
+  body(context);  // if it throws, nothing of this step was launched; the guard aborts it
+  // The launches are decided before the step ends: they must be queued before end_step may trim
+  // what a recording touched or move the plans. So "replayed" is the step so far: every pointer
+  // came from a plan (no break, nothing recorded).
+  const std::optional<StepResult> so_far = compiler_.step_so_far();
+  const bool replayed = !so_far->break_reason && so_far->recorded_allocations == 0;
+  const StepPath path =
+      finish(entry, replayed, context.take_fingerprint(), context.take_deferred());
+  last_step_ = step.end();
   return path;
 }
 
-StepPath StepRunner::finish(Entry& entry, bool replayed) {
-  const bool same = entry.fingerprint == context_.trace_;
+StepPath StepRunner::finish(Entry& entry, bool replayed, StepFingerprint fingerprint,
+                            std::vector<Launch> deferred) {
+  const bool same = entry.fingerprint == fingerprint;
   if (entry.graph != nullptr && same) {
     entry.graph->launch(stream_);
-    context_.deferred_.clear();
     ++stats_.graph_launches;
     return StepPath::Graph;
   }
@@ -88,10 +80,10 @@ StepPath StepRunner::finish(Entry& entry, bool replayed) {
     --stats_.live_graphs;
   }
   entry.stable = !replayed ? 0 : same ? entry.stable + 1 : 1;
-  entry.fingerprint.swap(context_.trace_);
+  entry.fingerprint = std::move(fingerprint);
   if (entry.stable >= options_.capture_after && !entry.uncapturable) {
     try {
-      entry.graph = capturer_.capture(stream_, context_.deferred_);
+      entry.graph = capturer_.capture(stream_, deferred);
     } catch (const Error& e) {
       logger().warn("capture failed, the step runs eagerly from now on: {}", e.what());
       entry.uncapturable = true;
@@ -100,20 +92,18 @@ StepPath StepRunner::finish(Entry& entry, bool replayed) {
     if (entry.graph != nullptr) {
       ++stats_.captures;
       ++stats_.live_graphs;
-      context_.deferred_.clear();
       entry.graph->launch(stream_);
       ++stats_.graph_launches;
       return StepPath::Captured;
     }
   }
-  run_deferred();
+  run_all(deferred);
   ++stats_.eager_steps;
   return StepPath::Eager;
 }
 
-void StepRunner::run_deferred() {
-  for (const Launch& f : context_.deferred_) f(stream_);
-  context_.deferred_.clear();
+void StepRunner::run_all(const std::vector<Launch>& launches) {
+  for (const Launch& f : launches) f(stream_);
 }
 
 void StepRunner::invalidate_all() {

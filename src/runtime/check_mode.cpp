@@ -109,14 +109,14 @@ void Compiler::Check::poison(void* p, std::size_t bytes, std::size_t alignment,
 }
 
 CheckMoment Compiler::Check::moment(const Impl& impl) {
-  CheckMoment m{.step = impl.step_serial, .paused = impl.pause_depth > 0};
-  if (impl.current == nullptr) return m;
-  m.step_name = impl.current->name;
+  CheckMoment m{.step = impl.cursor.serial(), .paused = impl.pause_depth > 0};
+  if (!impl.cursor.running()) return m;
+  m.step_name = impl.cursor.step().name;
   m.scope = impl.scope_path();
-  m.other_thread = std::this_thread::get_id() != impl.step_thread;
+  m.other_thread = !impl.cursor.on_step_thread();
   if (!m.paused && !m.other_thread) {
-    if (counted_step_ != impl.step_serial) {
-      counted_step_ = impl.step_serial;
+    if (counted_step_ != impl.cursor.serial()) {
+      counted_step_ = impl.cursor.serial();
       next_event_ = 0;
     }
     m.event = next_event_++;
@@ -166,15 +166,15 @@ AddressReport Compiler::Check::describe(const Impl& impl, const Check* check, co
     heap_region = heap->region_of(p);
     r.mapped =
         *heap_region == arena::CheckRegion::Live || *heap_region == arena::CheckRegion::Freed;
-  } else if (impl.arena.contains(p) || pool_arena.contains(p)) {
-    region_arena = impl.arena.contains(p) ? &impl.arena : &pool_arena;
-    r.region = region_arena == &impl.arena ? "planned arena" : "persistent pool";
+  } else if (impl.arena.raw().contains(p) || pool_arena.contains(p)) {
+    region_arena = impl.arena.raw().contains(p) ? &impl.arena.raw() : &pool_arena;
+    r.region = region_arena == &impl.arena.raw() ? "planned arena" : "persistent pool";
     r.mapped = address_of(p) - address_of(region_arena->base()) < region_arena->mapped_bytes();
   } else {
     r.text = fmt::format(
         "{}: not memplan's: outside the planned arena ({} + {} B) and the persistent pool ({} + {} "
         "B)",
-        p, impl.arena.base(), impl.arena.reserved_bytes(), pool_arena.base(),
+        p, impl.arena.raw().base(), impl.arena.raw().reserved_bytes(), pool_arena.base(),
         pool_arena.reserved_bytes());
     if (heap != nullptr) {
       r.text += fmt::format(" and the check heap ({} + {} B)", heap->base(),

@@ -68,6 +68,7 @@ StreamRef no_stream_yet() noexcept {
 Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
     : backend(backend_),
       options(checked(std::move(options_), backend_)),
+      default_alignment(to_bytes(options.default_alignment)),
       arena(backend_, options.reserve_bytes,
             arena::ArenaOptions{.chunk_bytes = options.chunk_bytes, .name = "planned arena"}),
       pool(backend_, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
@@ -83,7 +84,7 @@ Compiler::Compiler(arena::PhysicalBackend& backend, CompilerOptions options)
 
 Compiler::~Compiler() {
   if (impl_ == nullptr) return;
-  if (impl_->current != nullptr) impl_->abort_step();
+  if (impl_->cursor.running()) impl_->abort_step();
   if (!impl_->rogues.empty()) {
     logger().warn("compiler destroyed with {} live rogue(s) ({} B); their memory is unmapped",
                   impl_->stats.live_rogues, impl_->stats.live_rogue_bytes);
@@ -102,7 +103,7 @@ void* Compiler::allocate(std::size_t bytes, StreamRef stream, std::string_view t
 void Compiler::use_stream(StreamRef stream) {
   if (std::find(impl_->streams.begin(), impl_->streams.end(), stream) != impl_->streams.end())
     return;
-  impl_->arena.add_user(stream);
+  impl_->arena.raw().add_user(stream);
   impl_->pool.arena().add_user(stream);
   impl_->streams.push_back(stream);
 }
@@ -113,7 +114,7 @@ bool Compiler::forget_stream(StreamRef stream) {
   if (it == impl_->streams.end()) return false;
   // Each removal waits for the stream's queued work first. Checked one by one, so a call that
   // failed half way (a fence error) can be repeated.
-  for (arena::Arena* a : {&impl_->arena, &impl_->pool.arena()}) {
+  for (arena::Arena* a : {&impl_->arena.raw(), &impl_->pool.arena()}) {
     if (a->users().contains(stream)) a->remove_user(stream);
   }
   impl_->streams.erase(it);
@@ -142,9 +143,15 @@ void Compiler::begin_step(std::string_view name) {
   }
 }
 
-void Compiler::end_step() {
+StepResult Compiler::end_step() {
   const std::lock_guard guard(impl_->lock);
-  impl_->end_step();
+  return impl_->end_step();
+}
+
+std::optional<StepResult> Compiler::step_so_far() const {
+  const std::lock_guard guard(impl_->lock);
+  if (!impl_->cursor.running()) return std::nullopt;
+  return impl_->cursor.result();
 }
 
 void Compiler::abort_step() noexcept {
@@ -166,14 +173,14 @@ void Compiler::end_scope() {
 void Compiler::begin_pause() {
   const std::lock_guard guard(impl_->lock);
   ++impl_->pause_depth;
-  if (impl_->current != nullptr) ++impl_->pauses_in_step;
+  if (impl_->cursor.running()) ++impl_->pauses_in_step;
 }
 
 void Compiler::end_pause() {
   const std::lock_guard guard(impl_->lock);
   if (impl_->pause_depth == 0) throw InvalidState("end_pause: no pause is open");
   --impl_->pause_depth;
-  if (impl_->current != nullptr && impl_->pauses_in_step > 0) --impl_->pauses_in_step;
+  if (impl_->cursor.running() && impl_->pauses_in_step > 0) --impl_->pauses_in_step;
 }
 
 StepGuard Compiler::step(std::string_view name) {
@@ -193,7 +200,7 @@ PauseGuard Compiler::pause() {
 
 bool Compiler::in_step() const {
   const std::lock_guard guard(impl_->lock);
-  return impl_->current != nullptr;
+  return impl_->cursor.running();
 }
 
 Stats Compiler::stats() const {
@@ -213,7 +220,7 @@ std::string Compiler::report() const {
 
 void Compiler::trim() {
   const std::lock_guard guard(impl_->lock);
-  if (impl_->current != nullptr) throw InvalidState("trim: a step is running");
+  if (impl_->cursor.running()) throw InvalidState("trim: a step is running");
   impl_->trim_arena();
   impl_->pool.trim();
   if (check_ != nullptr) check_->trim();
@@ -221,16 +228,16 @@ void Compiler::trim() {
 
 void Compiler::release() {
   const std::lock_guard guard(impl_->lock);
-  if (impl_->current != nullptr) throw InvalidState("release: a step is running");
-  if (!impl_->occupied.empty()) {
+  if (impl_->cursor.running()) throw InvalidState("release: a step is running");
+  if (!impl_->rogues.empty()) {
     throw InvalidState(fmt::format("release: {} rogue(s) ({} B) still live in the arena",
                                    impl_->stats.live_rogues, impl_->stats.live_rogue_bytes));
   }
-  impl_->arena.release();
+  impl_->arena.raw().release();
   if (check_ != nullptr) check_->trim();
 }
 
-void* Compiler::arena_base() const noexcept { return impl_->arena.base(); }
+void* Compiler::arena_base() const noexcept { return impl_->arena.raw().base(); }
 const CompilerOptions& Compiler::options() const noexcept { return impl_->options; }
 
 StepGuard::StepGuard(Compiler& compiler)
@@ -253,9 +260,10 @@ StepGuard::~StepGuard() {
   }
 }
 
-void StepGuard::end() {
+std::optional<StepResult> StepGuard::end() {
   Compiler* c = std::exchange(compiler_, nullptr);
-  if (c != nullptr) c->end_step();
+  if (c == nullptr) return std::nullopt;
+  return c->end_step();
 }
 
 ScopeGuard::~ScopeGuard() {

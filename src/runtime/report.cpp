@@ -21,6 +21,18 @@ std::string_view break_reason_name(BreakReason reason) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(StepKind kind) noexcept {
+  switch (kind) {
+    case StepKind::Replayed:
+      return "replayed";
+    case StepKind::Recorded:
+      return "recorded";
+    case StepKind::Dynamic:
+      return "dynamic";
+  }
+  return "unknown";
+}
+
 std::string Compiler::Impl::describe_key(const tree::AllocKey& key) const {
   std::string text = fmt::format("{} B align {}", key.size, key.alignment);
   if (key.tag != 0) {
@@ -32,9 +44,9 @@ std::string Compiler::Impl::describe_key(const tree::AllocKey& key) const {
 }
 
 std::string Compiler::Impl::describe_expected() const {
-  const tree::AllocationTree& g = current->tree;
+  const tree::AllocationTree& g = cursor.tree();
   std::vector<std::string> choices;
-  for (NodeId c = g.node(cursor).first_child; c != tree::kNoNode; c = g.node(c).next_sibling) {
+  for (NodeId c = cursor.next(); c != tree::kNoNode; c = g.node(c).next_sibling) {
     const tree::Node& n = g.node(c);
     switch (n.kind) {
       case tree::EventKind::Alloc:
@@ -63,15 +75,15 @@ std::string Compiler::Impl::describe_expected() const {
 }
 
 std::string Compiler::Impl::scope_path() const {
-  std::string path = current != nullptr ? current->name : std::string();
+  std::string path = cursor.running() ? cursor.step().name : std::string();
   for (const std::string& s : scopes) path += "/" + s;
   return path;
 }
 
 Stats Compiler::Impl::snapshot() const {
   Stats s = stats;
-  s.mapped_bytes = arena.mapped_bytes();
-  s.reserved_bytes = arena.reserved_bytes();
+  s.mapped_bytes = arena.raw().mapped_bytes();
+  s.reserved_bytes = arena.raw().reserved_bytes();
   const arena::PoolStats pool_stats = pool.stats();
   s.pool_mapped_bytes = pool_stats.mapped_bytes;
   s.pool_allocated_bytes = pool_stats.allocated_bytes;
@@ -84,18 +96,18 @@ Stats Compiler::Impl::snapshot() const {
 std::string Compiler::Impl::describe_memory() const {
   std::size_t step_buffers = 0;
   Bytes step_bytes = 0;
-  if (current != nullptr && mode == StepMode::Replay) {
-    const tree::AllocationTree& g = current->tree;
-    for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+  if (cursor.running() && cursor.replaying()) {
+    const tree::AllocationTree& g = cursor.tree();
+    for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
       const tree::Node& node = g.node(n);
-      if (node.kind != tree::EventKind::Alloc || node.persistent || current->live[n] == nullptr) {
+      if (node.kind != tree::EventKind::Alloc || node.persistent || cursor.live(n) == nullptr) {
         continue;
       }
       ++step_buffers;
       step_bytes += node.key.size;
     }
-  } else if (current != nullptr) {
-    for (const auto& [p, instance] : recorded) {
+  } else if (cursor.running()) {
+    for (const auto& [p, instance] : recording.live()) {
       ++step_buffers;
       step_bytes += instance.size;
     }
@@ -103,23 +115,23 @@ std::string Compiler::Impl::describe_memory() const {
   return fmt::format(
       "mapped: {} B in the planned arena, {} B in the pool; live: {} B in {} buffer(s) of the "
       "step, {} B in {} rogue(s), {} B allocated in the pool",
-      arena.mapped_bytes(), pool.arena().mapped_bytes(), step_bytes, step_buffers,
+      arena.raw().mapped_bytes(), pool.arena().mapped_bytes(), step_bytes, step_buffers,
       stats.live_rogue_bytes, stats.live_rogues, pool.stats().allocated_bytes);
 }
 
 void Compiler::Impl::rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const {
   std::string request;
-  if (current == nullptr) {
+  if (!cursor.running()) {
     request = fmt::format("allocate {} B in the persistent pool (outside steps)", bytes);
-  } else if (pause_depth > 0 || std::this_thread::get_id() != step_thread) {
+  } else if (pause_depth > 0 || !cursor.on_step_thread()) {
     request = fmt::format("allocate {} B in the persistent pool ({}, in step '{}' at event {})",
                           bytes, pause_depth > 0 ? "inside a pause" : "from another thread",
-                          current->name, event_index);
+                          cursor.step().name, cursor.events());
   } else {
     constexpr std::array<std::string_view, 3> kModes{"replaying", "recording",
                                                      "dynamic, past the branch cap"};
-    request = fmt::format("allocate {} B in step '{}' at event {} ({})", bytes, current->name,
-                          event_index, kModes[static_cast<std::size_t>(mode)]);
+    request = fmt::format("allocate {} B in step '{}' at event {} ({})", bytes, cursor.step().name,
+                          cursor.events(), kModes[static_cast<std::size_t>(cursor.mode())]);
   }
   throw OutOfMemory(
       fmt::format("{}: out of memory; {}. Cause: {}", request, describe_memory(), cause.what()));
@@ -174,7 +186,7 @@ std::string Compiler::Impl::report() const {
         fmt::format("  break: step {} '{}' event {} scope '{}': {}; expected {}; came {}\n", b.step,
                     b.step_name, b.event, b.scope, break_reason_name(b.reason), b.expected, b.came);
   }
-  for (const auto& [p, r] : rogues) {
+  for (const auto& [p, r] : rogues.all()) {
     const auto name = tag_names.find(r.tag);
     out += fmt::format("  live rogue: {} B at offset {}{} from step {} '{}'\n", r.size, r.offset,
                        name == tag_names.end() ? std::string() : " tagged '" + name->second + "'",

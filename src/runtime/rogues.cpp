@@ -12,38 +12,38 @@
 
 namespace memplan {
 
-bool Compiler::Impl::harvest_rogues(bool learn_sites) {
-  if (live_in_step == 0) return false;  // the common case: everything was freed, nothing to walk
+std::uint64_t Compiler::Impl::harvest_rogues(bool learn_sites) {
+  if (cursor.live_buffers() == 0) return 0;  // the common case: everything was freed
   const std::uint64_t rogues_before = stats.rogues;
-  std::vector<void*>& live = current->live;
-  if (mode == StepMode::Replay) {
+  std::vector<void*>& live = cursor.step().live;
+  if (cursor.replaying()) {
     const tree::AllocationTree& g = tree();
-    for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+    for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
       const tree::Node& node = g.node(n);
       if (node.kind != tree::EventKind::Alloc || live[n] == nullptr) continue;
       if (!node.persistent) make_rogue(live[n], node.offset, node.key.size, n, learn_sites);
       live[n] = nullptr;
     }
   } else {
-    for (const auto& [p, instance] : recorded) {
+    for (const auto& [p, instance] : recording.live()) {
       make_rogue(p, instance.offset, instance.size, instance.node,
                  learn_sites && instance.node != tree::kNoNode);
       if (instance.node != tree::kNoNode) live[instance.node] = nullptr;
     }
-    recorded.clear();
+    recording.forget_live();
   }
   // Learned-site buffers still live stay in the pool; they are freed from there whenever. The
   // next step's allocation at that site needs a block of its own: map its room now.
-  for (const auto& [p, node] : step_pool_live) {
+  for (const auto& [p, node] : cursor.pooled()) {
     if (node == tree::kNoNode) continue;
     live[node] = nullptr;
     tree().node(node).quiet_steps = 0;
     pool_room_stale = true;
   }
-  step_pool_live.clear();
-  live_in_step = 0;
+  cursor.pooled().clear();
+  cursor.forget_live();
   reserve_learned_sites();
-  return stats.rogues > rogues_before;
+  return stats.rogues - rogues_before;
 }
 
 // Moves the window clear of every live rogue when one lies in it: to the lowest whole chunk from
@@ -61,69 +61,45 @@ void Compiler::Impl::place_window() noexcept {
 }
 
 void Compiler::Impl::move_window() {
-  const auto chunk = static_cast<Bytes>(arena.chunk_bytes());
   const Bytes need = plans_bytes();
-  std::vector<std::pair<Bytes, Bytes>> held;  // the rogues' chunks: [start, end), ascending
-  occupied.for_each([&](Bytes offset, Bytes size) {
-    const Bytes start = offset / chunk * chunk;
-    const Bytes end = (offset + size + chunk - 1) / chunk * chunk;
-    if (!held.empty() && held.back().second >= start) {
-      held.back().second = std::max(held.back().second, end);
-    } else {
-      held.emplace_back(start, end);
-    }
-  });
-  const auto clear = [&](Bytes at) {
-    return std::none_of(held.begin(), held.end(), [&](const auto& h) {
-      return need > 0 && h.first < at + need && at < h.second;
-    });
-  };
   // The window stays: mapped for this step's plans (the other steps' map at their begin_step);
   // `held_inside` when a rogue lies in it, which replay then checks for.
   const auto stay = [&](bool held_inside) {
-    rogues_in_window = held_inside;
-    const Bytes mine = current != nullptr ? current->tree.arena_bytes() : need;
-    arena.ensure_mapped(static_cast<std::size_t>(window), static_cast<std::size_t>(mine));
+    rogues.set_window(rogues.window(), held_inside);
+    arena.ensure_mapped(rogues.window(), cursor.running() ? tree().arena_bytes() : need);
   };
-  if (clear(window)) return stay(false);
-  std::optional<Bytes> to;
-  if (clear(0)) to = 0;
-  for (std::size_t i = 0; !to && i < held.size(); ++i) {
-    if (clear(held[i].second)) to = held[i].second;
-  }
-  const auto reserved = static_cast<Bytes>(arena.reserved_bytes());
-  if (!to || *to + need > reserved) {
+  const Bytes from = rogues.window();
+  const std::optional<Bytes> to = rogues.clear_window(need, arena.chunk(), arena.reserved());
+  if (to == from) return stay(false);
+  if (!to) {
     logger().warn(
         "no window of {} B clear of {} live rogue(s) in the arena's {} B; replay "
         "checks their ranges instead",
-        need, stats.live_rogues, reserved);
+        need, stats.live_rogues, arena.reserved());
     return stay(true);
   }
-  const Bytes from = window;
-  window = *to;
+  rogues.set_window(*to, rogues.in_window());
   try {
-    arena.remap(ranges_to_keep());
+    arena.raw().remap(ranges_to_keep());
   } catch (const Error& e) {
-    window = from;
+    rogues.set_window(from, rogues.in_window());
     logger().warn(
         "moving the plans clear of the rogues failed ({}); replay checks their ranges "
         "instead",
         e.what());
     return stay(true);
   }
-  rogues_in_window = false;
+  rogues.set_window(*to, false);
   ++stats.window_moves;
-  logger().info("plans moved from arena offset {} to {}, clear of {} live rogue(s)", from, window,
+  logger().info("plans moved from arena offset {} to {}, clear of {} live rogue(s)", from, *to,
                 stats.live_rogues);
 }
 
 // What must stay mapped: the plans' window and the rogues' bytes.
 std::vector<arena::ByteRange> Compiler::Impl::ranges_to_keep() const {
-  std::vector<arena::ByteRange> keep{
-      {static_cast<std::size_t>(window), static_cast<std::size_t>(plans_bytes())}};
-  occupied.for_each([&](Bytes offset, Bytes size) {
-    keep.push_back({static_cast<std::size_t>(offset), static_cast<std::size_t>(size)});
-  });
+  std::vector<arena::ByteRange> keep{PlannedArena::range(rogues.window(), plans_bytes())};
+  rogues.for_each_range(
+      [&](Bytes offset, Bytes size) { keep.push_back(PlannedArena::range(offset, size)); });
   return keep;
 }
 
@@ -139,8 +115,7 @@ void Compiler::Impl::reserve_learned_sites() {
   room.reserve(learned_sites.size());
   try {
     for (const auto& [where, site] : learned_sites) {
-      room.push_back(pool.allocate(static_cast<std::size_t>(site.size),
-                                   static_cast<std::size_t>(site.alignment)));
+      room.push_back(pool.allocate(to_size(site.size), to_size(site.alignment)));
     }
   } catch (const Error& e) {
     logger().warn("reserving pool room for learned sites failed: {}", e.what());
@@ -162,24 +137,24 @@ void Compiler::Impl::note_learned_site_freed(NodeId node) {
   n.persistent = false;
   n.quiet_steps = 0;
   if (n.forgotten < 255) ++n.forgotten;
-  learned_sites.erase(std::pair{current, node});
+  learned_sites.erase(std::pair{current(), node});
   ++stats.forgotten_rogue_sites;
   logger().info(
       "step '{}': the learned site of a {} B allocation was freed in its step {} times "
       "in a row; it is served from the plan again",
-      current->name, n.key.size, needed);
+      cursor.step().name, n.key.size, needed);
 }
 
 void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site) {
   const bool has_site = node != tree::kNoNode;
   const std::uint64_t tag = has_site ? tree().node(node).key.tag : 0;
-  rogues.emplace(p, Rogue{.offset = window + offset,
-                          .size = size,
-                          .tag = tag,
-                          .step = step_serial,
-                          .since = has_site ? tree().node(node).depth : 0,
-                          .step_name = current->name});
-  occupied.add(window + offset, size);
+  const Bytes window = rogues.window();
+  rogues.add(p, Rogue{.offset = window + offset,
+                      .size = size,
+                      .tag = tag,
+                      .step = cursor.serial(),
+                      .since = has_site ? tree().node(node).depth : 0,
+                      .step_name = cursor.step().name});
   ++stats.rogues;
   stats.rogue_bytes += static_cast<std::uint64_t>(size);
   ++stats.live_rogues;
@@ -188,47 +163,46 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   // chunk) stays in the arena, and may rogue again, each time at its own cost.
   const bool learns =
       learn_site && has_site &&
-      tree().node(node).key.alignment <= static_cast<Bytes>(arena::PersistentPool::kMaxAlignment);
+      tree().node(node).key.alignment <= to_bytes(arena::PersistentPool::kMaxAlignment);
   const auto name = tag_names.find(tag);
   logger().warn("rogue: {} B{} of step {} '{}' is live at the step's end (arena offset {}){}", size,
                 name == tag_names.end() ? std::string() : fmt::format(" tagged '{}'", name->second),
-                step_serial, current->name, window + offset,
+                cursor.serial(), cursor.step().name, window + offset,
                 learns ? "; its site is served from the persistent pool from now on" : "");
   if (learns && !tree().node(node).persistent) {
     tree().node(node).persistent = true;
     ++stats.learned_rogue_sites;
-    learned_sites.emplace(std::pair{current, node}, tree().node(node).key);
+    learned_sites.emplace(std::pair{current(), node}, tree().node(node).key);
     pool_room_stale = true;
   }
 }
 
 void Compiler::Impl::free_outside_step(void* p) {
-  if (const auto it = rogues.find(p); it != rogues.end()) {
-    occupied.remove(it->second.offset);
+  if (const std::optional<Rogue> rogue = rogues.take(p)) {
     --stats.live_rogues;
-    stats.live_rogue_bytes -= static_cast<std::uint64_t>(it->second.size);
-    rogues.erase(it);
+    stats.live_rogue_bytes -= static_cast<std::uint64_t>(rogue->size);
     return;
   }
   if (pool.owns(p)) {
     pool.deallocate(p);  // throws DoubleFree or ForeignPointer, changing nothing
     return;
   }
-  if (arena.contains(p)) {
-    if (const auto live = live_range_containing(offset_of(p))) {
+  if (arena.raw().contains(p)) {
+    const Bytes offset = arena.offset_of(p);
+    if (const auto live = live_range_containing(offset)) {
       throw arena::ForeignPointer(fmt::format(
           "deallocate {}: not the start of an allocation: it lies {} B into the live {} B buffer "
           "at arena offset {}",
-          p, offset_of(p) - live->first, live->second, live->first));
+          p, offset - live->first, live->second, live->first));
     }
     throw arena::DoubleFree(fmt::format(
         "deallocate {}: no live allocation starts there in the arena at {} (freed already, or "
         "not the start of an allocation)",
-        p, arena.base()));
+        p, arena.raw().base()));
   }
   throw arena::ForeignPointer(fmt::format(
       "deallocate {}: not owned by this compiler (arena {} + {} B, pool {} + {} B)", p,
-      arena.base(), arena.reserved_bytes(), pool.arena().base(), pool.arena().reserved_bytes()));
+      arena.raw().base(), arena.reserved(), pool.arena().base(), pool.arena().reserved_bytes()));
 }
 
 // Error path of a free: the [offset, size) of the live arena buffer (a rogue, or a buffer of the
@@ -238,20 +212,21 @@ std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Byt
   const auto inside = [offset](Bytes start, Bytes size) {
     return start <= offset && offset - start < size;
   };
-  for (const auto& [p, r] : rogues) {
+  for (const auto& [p, r] : rogues.all()) {
     if (inside(r.offset, r.size)) return std::pair{r.offset, r.size};
   }
-  if (current == nullptr) return std::nullopt;
-  for (const auto& [p, instance] : recorded) {
+  if (!cursor.running()) return std::nullopt;
+  const Bytes window = rogues.window();
+  for (const auto& [p, instance] : recording.live()) {
     if (inside(window + instance.offset, instance.size)) {
       return std::pair{window + instance.offset, instance.size};
     }
   }
-  if (mode != StepMode::Replay) return std::nullopt;
-  const tree::AllocationTree& g = current->tree;
-  for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+  if (!cursor.replaying()) return std::nullopt;
+  const tree::AllocationTree& g = cursor.tree();
+  for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
     const tree::Node& node = g.node(n);
-    if (node.kind == tree::EventKind::Alloc && !node.persistent && current->live[n] != nullptr &&
+    if (node.kind == tree::EventKind::Alloc && !node.persistent && cursor.live(n) != nullptr &&
         inside(window + node.offset, node.key.size)) {
       return std::pair{window + node.offset, node.key.size};
     }
@@ -265,8 +240,10 @@ std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Byt
 // was earlier in the step (recording reused the range); the prefix's offsets are fixed, so that
 // rogue is an fixed range only from its own allocation on.
 std::vector<tree::FixedRange> Compiler::Impl::fixed_ranges_for_branch(NodeId last) const {
-  if (!rogues_in_window) return {};
-  const tree::AllocationTree& g = current->tree;
+  if (!rogues.in_window()) return {};
+  const tree::AllocationTree& g = cursor.tree();
+  const NodeId first_recorded = recording.first_recorded();
+  const Bytes window = rogues.window();
   std::vector<std::pair<Bytes, Bytes>> fixed;  // [offset, end) of the fixed prefix buffers
   for (NodeId n = last; n != tree::AllocationTree::root(); n = g.node(n).parent) {
     const tree::Node& node = g.node(n);
@@ -275,12 +252,12 @@ std::vector<tree::FixedRange> Compiler::Impl::fixed_ranges_for_branch(NodeId las
     }
   }
   std::vector<tree::FixedRange> fixed_ranges;
-  for (const auto& [p, r] : rogues) {
+  for (const auto& [p, r] : rogues.all()) {
     if (r.offset + r.size <= window) continue;
     const Bytes start = std::max(r.offset, window) - window;  // in the window
     const Bytes size = r.offset + r.size - window - start;
     const bool clashes =
-        r.step == step_serial && std::any_of(fixed.begin(), fixed.end(), [&](const auto& f) {
+        r.step == cursor.serial() && std::any_of(fixed.begin(), fixed.end(), [&](const auto& f) {
           return f.first < start + size && start < f.second;
         });
     fixed_ranges.push_back({start, size, clashes ? r.since : 0u});

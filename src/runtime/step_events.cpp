@@ -16,9 +16,10 @@
 namespace memplan {
 
 void Compiler::Impl::begin_step(std::string_view name) {
-  if (current != nullptr) {
-    throw InvalidState(fmt::format(
-        "begin_step '{}': step '{}' is still running (steps do not nest)", name, current->name));
+  if (cursor.running()) {
+    throw InvalidState(
+        fmt::format("begin_step '{}': step '{}' is still running (steps do not nest)", name,
+                    cursor.step().name));
   }
   auto it = trees.find(name);
   if (it == trees.end()) {
@@ -28,21 +29,18 @@ void Compiler::Impl::begin_step(std::string_view name) {
   }
   StepTree& g = *it->second;
   // A no-op once mapped; maps back after release(). Throws before the step starts.
-  arena.ensure_mapped(static_cast<std::size_t>(window),
-                      static_cast<std::size_t>(g.tree.arena_bytes()));
-  current = &g;
-  step_thread = std::this_thread::get_id();
-  cursor = tree::AllocationTree::root();
-  event_index = 0;
+  arena.ensure_mapped(rogues.window(), g.tree.arena_bytes());
   pauses_in_step = 0;
   scopes_at_step_start = scopes.size();
   ++g.steps;
-  if (g.tree.branch_count() == 0) {
-    mode = StepMode::Record;  // the first run of a step records; that is not a break
-    start_recording();
-  } else {
-    mode = StepMode::Replay;
-  }
+  // The first run of a step records; that is not a break.
+  const bool first = g.tree.branch_count() == 0;
+  cursor.start(g, first ? StepMode::Record : StepMode::Replay);
+  if (first) start_recording();
+}
+
+std::uint64_t Compiler::Impl::hash_of_tag(std::string_view tag) noexcept {
+  return tree::tag_hash(tag);
 }
 
 void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::size_t alignment) {
@@ -57,7 +55,7 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
                     alignment, options.chunk_bytes));
   }
   // Outside steps, inside pauses and from threads other than the step's: the persistent pool.
-  if (current == nullptr || pause_depth > 0 || std::this_thread::get_id() != step_thread) {
+  if (!cursor.running() || pause_depth > 0 || !cursor.on_step_thread()) {
     if (align > arena::PersistentPool::kMaxAlignment) {
       throw InvalidArgument(fmt::format(
           "allocate: alignment {} for the persistent pool (inside a pause, outside steps or from "
@@ -68,26 +66,23 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     ++stats.paused_allocations;
     return p;
   }
-  const tree::AllocKey key{static_cast<Bytes>(bytes), static_cast<Bytes>(align),
-                           tree::tag_hash(tag)};
-  if (mode == StepMode::Replay) {
+  const tree::AllocKey key{to_bytes(bytes), to_bytes(align), tree::tag_hash(tag)};
+  if (cursor.replaying()) {
     const tree::AllocationTree& g = tree();
     const auto matches = [&](NodeId c, std::span<const NodeId>) {
       const tree::Node& n = g.node(c);
       return n.kind == tree::EventKind::Alloc && n.key == key;
     };
-    const NodeId match = find_reachable([&](NodeId c, std::span<const NodeId> passed_late) {
+    const NodeId match = cursor.find_reachable([&](NodeId c, std::span<const NodeId> passed_late) {
       const tree::Node& n = g.node(c);
-      return matches(c, passed_late) &&
-             (n.persistent ||
-              ((!rogues_in_window || !occupied.overlaps(window + n.offset, n.key.size)) &&
-               clear_of_late(n, passed_late)));
+      return matches(c, passed_late) && (n.persistent || (rogues.clear(n.offset, n.key.size) &&
+                                                          cursor.clear_of_late(n, passed_late)));
     });
     if (match != tree::kNoNode) [[likely]] {
-      pass_to(match);
+      cursor.pass_to(match);
       return serve_replayed(match, bytes);
     }
-    const bool held = find_reachable(matches) != tree::kNoNode;
+    const bool held = cursor.find_reachable(matches) != tree::kNoNode;
     if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
     handle_break(held ? BreakReason::RangeOccupied : BreakReason::UnknownAllocation,
                  fmt::format("alloc {}", describe_key(key)));
@@ -95,122 +90,42 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
   return record_allocate(key, tag);
 }
 
-// The oldest node (the smallest id) that `accept`s among the cursor's children and, through Free
-// nodes, their children. A Free node is passed when its buffer is freed already (early: it is
-// settled then), or when the buffer is still live (it is freed late: `accept` gets those passed
-// on the way, so that an allocation is taken only if its planned range is clear of them). The
-// oldest, because the tree only grows: a path that matched once matches the same nodes again,
-// whatever branches were added since (guarantee 4). The first child is the oldest of all of them,
-// which is why the inline fast path may take it.
-template <class Accept>
-NodeId Compiler::Impl::find_reachable(Accept&& accept) const {
-  const tree::AllocationTree& g = current->tree;
-  NodeId best = tree::kNoNode;
-  std::vector<NodeId> passed_late;
-  const auto visit = [&](const auto& self, NodeId at) -> void {
-    for (NodeId c = g.node(at).first_child; c != tree::kNoNode; c = g.node(c).next_sibling) {
-      const tree::Node& n = g.node(c);
-      if (accept(c, std::span<const NodeId>(passed_late))) {
-        best = std::min(best, c);
-      } else if (n.kind == tree::EventKind::Free) {
-        if (current->live[n.buffer] == nullptr) {
-          self(self, c);  // freed already (early, or late after its first Free node): settled
-        } else if (std::find(late.begin(), late.end(), n.buffer) == late.end() &&
-                   std::find(passed_late.begin(), passed_late.end(), n.buffer) ==
-                       passed_late.end()) {
-          passed_late.push_back(n.buffer);
-          self(self, c);
-          passed_late.pop_back();
-        }
-      }
-    }
-  };
-  visit(visit, cursor);
-  return best;
-}
-
-// Whether planned node `n`'s range is clear of every buffer freed late (live, its Free node
-// passed): those already passed, and `passed_late` on the way to `n`.
-bool Compiler::Impl::clear_of_late(const tree::Node& n, std::span<const NodeId> passed_late) const {
-  const tree::AllocationTree& g = current->tree;
-  const auto clear = [&](NodeId buffer) {
-    const tree::Node& b = g.node(buffer);
-    return b.persistent || b.offset + b.key.size <= n.offset || n.offset + n.key.size <= b.offset;
-  };
-  return std::all_of(late.begin(), late.end(), clear) &&
-         std::all_of(passed_late.begin(), passed_late.end(), clear);
-}
-
-// Moves the cursor to just before `node`, a result of find_reachable: of the Free nodes passed on
-// the way, those of buffers freed early are settled, the others' buffers are freed late.
-void Compiler::Impl::pass_to(NodeId node) {
-  tree::AllocationTree& g = tree();
-  for (NodeId n = g.node(node).parent; n != cursor; n = g.node(n).parent) {
-    const NodeId buffer = g.node(n).buffer;
-    if (current->live[buffer] == nullptr) {
-      std::erase(freed_early, buffer);  // settled (a no-op for a late buffer freed since)
-    } else {
-      late.push_back(buffer);
-      // Served from the pool, it may outlive its Free node; from the plan it could not, so it
-      // is never forgotten (a seen path would break on its range).
-      if (g.node(buffer).persistent) g.node(buffer).pooled_past_free = true;
-    }
-  }
-  cursor = g.node(node).parent;
-}
-
 void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
   const tree::Node& n = tree().node(node);
   void* p = nullptr;
   if (n.persistent) {
-    p = pool.allocate(bytes, static_cast<std::size_t>(n.key.alignment));
-    step_pool_live.emplace(p, node);
+    p = pool.allocate(bytes, to_size(n.key.alignment));
+    cursor.pooled().emplace(p, node);
     ++stats.learned_site_allocations;
   } else {
     p = planned_address(n.offset);
     ++stats.replayed_allocations;
   }
-  current->live[node] = p;
-  cursor = node;
-  ++event_index;
-  ++live_in_step;
+  cursor.replayed_alloc(node, p);
   return p;
 }
 
 void Compiler::Impl::deallocate(void* p) {
   if (p == nullptr) return;
-  if (current != nullptr) {
-    if (mode == StepMode::Replay) {
-      tree::AllocationTree& g = tree();
-      std::vector<void*>& live = current->live;
+  if (cursor.running()) {
+    if (cursor.replaying()) {
+      const tree::AllocationTree& g = tree();
       // The path's next event frees p: follow it. Only the first (oldest) child, as the fast
       // path does, so that a free never leads into a younger branch (see find_reachable).
-      const NodeId c = g.node(cursor).first_child;
+      const NodeId c = cursor.next();
       const bool next = c != tree::kNoNode && g.node(c).kind == tree::EventKind::Free &&
-                        live[g.node(c).buffer] == p;
+                        cursor.live(g.node(c).buffer) == p;
       const NodeId buffer = next ? g.node(c).buffer : live_node_of(p);
       if (buffer != tree::kNoNode) {
         if (g.node(buffer).persistent) {
           pool.deallocate(p);
-          step_pool_live.erase(p);
+          cursor.pooled().erase(p);
           note_learned_site_freed(buffer);
         }
-        live[buffer] = nullptr;
-        const auto was_late = std::find(late.begin(), late.end(), buffer);
-        const bool freed_late = was_late != late.end();  // its Free node is behind
-        if (freed_late) late.erase(was_late);
-        if (next) {
-          cursor = c;
-        } else {
-          // Not a break. Freed early, its Free node is passed later.
-          if (!freed_late) freed_early.push_back(buffer);
-          ++stats.frees_out_of_order;
-        }
-        ++event_index;
-        --live_in_step;
+        if (cursor.replayed_free(buffer, next ? c : tree::kNoNode)) ++stats.frees_out_of_order;
         return;
       }
-    } else if (recorded.contains(p) || step_pool_live.contains(p)) {
+    } else if (recording.holds(p) || cursor.pooled().contains(p)) {
       record_free(p);
       return;
     }
@@ -221,11 +136,11 @@ void Compiler::Impl::deallocate(void* p) {
 // Slow path of a replayed free: the Alloc node of the live buffer `p` of this step, or kNoNode.
 // A walk up the path: frees out of order are rare, and the hot path never comes here.
 NodeId Compiler::Impl::live_node_of(void* p) const {
-  if (const auto it = step_pool_live.find(p); it != step_pool_live.end()) return it->second;
-  if (!arena.contains(p) || rogues.contains(p)) return tree::kNoNode;
-  const tree::AllocationTree& g = current->tree;
-  for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
-    if (g.node(n).kind == tree::EventKind::Alloc && current->live[n] == p) return n;
+  if (const auto it = cursor.pooled().find(p); it != cursor.pooled().end()) return it->second;
+  if (!arena.raw().contains(p) || rogues.contains(p)) return tree::kNoNode;
+  const tree::AllocationTree& g = cursor.tree();
+  for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
+    if (g.node(n).kind == tree::EventKind::Alloc && cursor.live(n) == p) return n;
   }
   return tree::kNoNode;
 }
@@ -233,10 +148,10 @@ NodeId Compiler::Impl::live_node_of(void* p) const {
 void Compiler::Impl::handle_break(BreakReason reason, std::string came) {
   ++stats.breaks;
   ++stats.breaks_by_reason[static_cast<std::size_t>(reason)];
-  BreakRecord record{.step = step_serial,
-                     .step_name = current->name,
+  BreakRecord record{.step = cursor.serial(),
+                     .step_name = cursor.step().name,
                      .scope = scope_path(),
-                     .event = event_index,
+                     .event = cursor.events(),
                      .reason = reason,
                      .expected = describe_expected(),
                      .came = std::move(came)};
@@ -247,156 +162,125 @@ void Compiler::Impl::handle_break(BreakReason reason, std::string came) {
   if (break_log.size() < kMaxLoggedBreaks) break_log.push_back(std::move(record));
 
   const bool capped = tree().branch_count() >= options.branch_cap;
-  mode = capped ? StepMode::Dynamic : StepMode::Record;
   start_recording();
-  if (mode == StepMode::Record) {
-    // The frees that came early happened before the break: they start the new branch, so that
-    // its plan may reuse their bytes and the same program replays it (find_reachable passes them).
-    for (const NodeId buffer : freed_early) {
-      cursor = tree().add_free(cursor, buffer);
-      current->live.push_back(nullptr);
-    }
-    // Buffers freed late are live, so the recording keeps their bytes and records their frees
-    // again; the plan must know that they outlive the Free nodes the replay passed.
-    for (const NodeId buffer : late) {
-      if (!tree().node(buffer).persistent) recorded_late.push_back(buffer);  // pool: no bytes here
-    }
-  }
-  freed_early.clear();
-  late.clear();
+  recording.add_freed_late(
+      tree(), cursor.break_into(capped ? StepMode::Dynamic : StepMode::Record, reason));
   if (capped && options.over_cap == OverCapPolicy::Error) {
     throw BranchLimitExceeded(fmt::format(
         "step '{}' would need branch {} but the cap is {} (CompilerOptions::branch_cap); the "
         "rest of this step is served dynamically. Divergence: {}",
-        current->name, tree().branch_count() + 1, options.branch_cap, break_log.back().came));
+        cursor.step().name, tree().branch_count() + 1, options.branch_cap, break_log.back().came));
   }
 }
 
 // Builds the best-fit view of the window around everything live: the replayed prefix and the
 // rogues (above the plans, or inside them if the window could not move).
 void Compiler::Impl::start_recording() {
-  free_ranges.emplace(static_cast<Bytes>(arena.reserved_bytes()) - window);
-  recorded.clear();
   const tree::AllocationTree& g = tree();
-  for (NodeId n = cursor; n != tree::AllocationTree::root(); n = g.node(n).parent) {
+  const Bytes window = rogues.window();
+  recording.start(arena.reserved() - window, static_cast<NodeId>(g.node_count()));
+  for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
     const tree::Node& node = g.node(n);
-    void* p = current->live[n];
+    void* p = cursor.live(n);
     if (node.kind != tree::EventKind::Alloc || p == nullptr || node.persistent) continue;
-    free_ranges->occupy(node.offset, node.key.size);
-    recorded.emplace(p, Instance{n, node.offset, node.key.size});
+    recording.hold(p, Instance{n, node.offset, node.key.size});
   }
-  occupied.for_each([&](Bytes offset, Bytes size) {
+  rogues.for_each_range([&](Bytes offset, Bytes size) {
     const Bytes start = std::max(offset, window);
-    if (start < offset + size) free_ranges->occupy(start - window, offset + size - start);
+    if (start < offset + size) recording.hold_range(start - window, offset + size - start);
   });
-  first_recorded = static_cast<NodeId>(g.node_count());
 }
 
 void* Compiler::Impl::record_allocate(const tree::AllocKey& key, std::string_view tag) {
   if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
-  const bool learning = mode == StepMode::Record;
-  tree::AllocationTree& g = tree();
   // Learning is by site (a node of the tree), never by tag: a tag shared by many allocations
   // would send all of them to the pool when one of them outlived its step once.
-  const auto offset = free_ranges->allocate(key.size, key.alignment);
+  const auto offset = recording.place(key.size, key.alignment);
   if (!offset) {
     throw OutOfMemory(fmt::format(
         "allocate {} B (step '{}'): no free range in the arena's {} reserved bytes while "
         "recording ({} mapped, {} in live rogues); raise CompilerOptions::reserve_bytes",
-        key.size, current->name, arena.reserved_bytes(), arena.mapped_bytes(),
+        key.size, cursor.step().name, arena.reserved(), arena.raw().mapped_bytes(),
         stats.live_rogue_bytes));
   }
   try {
-    arena.ensure_mapped(static_cast<std::size_t>(window + *offset),
-                        static_cast<std::size_t>(key.size));
+    arena.ensure_mapped(rogues.window() + *offset, key.size);
   } catch (...) {
-    free_ranges->release(*offset, key.size);
+    recording.unplace(*offset, key.size);
     throw;
   }
   void* p = planned_address(*offset);
-  NodeId node = tree::kNoNode;
-  if (learning) {
-    node = cursor = g.add_alloc(cursor, key);
-    current->live.push_back(p);
-  }
-  recorded.emplace(p, Instance{node, *offset, key.size});
+  recording.add(p, Instance{cursor.recorded_alloc(key, p), *offset, key.size});
   ++stats.recorded_allocations;
-  ++event_index;
-  ++live_in_step;
   return p;
 }
 
 void Compiler::Impl::record_free(void* p) {
   NodeId node = tree::kNoNode;
-  if (const auto it = step_pool_live.find(p); it != step_pool_live.end()) {
+  if (const auto it = cursor.pooled().find(p); it != cursor.pooled().end()) {
     node = it->second;
     pool.deallocate(p);
-    step_pool_live.erase(it);
+    cursor.pooled().erase(it);
     if (node != tree::kNoNode) note_learned_site_freed(node);
   } else {
-    const auto rec = recorded.find(p);
-    node = rec->second.node;
-    free_ranges->release(rec->second.offset, rec->second.size);
-    recorded.erase(rec);
+    node = recording.release(p).node;
   }
-  if (node != tree::kNoNode) {
-    current->live[node] = nullptr;
-    if (mode == StepMode::Record) {
-      cursor = tree().add_free(cursor, node);
-      current->live.push_back(nullptr);
-    }
-  }
-  ++event_index;
-  --live_in_step;
+  cursor.recorded_free(node);
 }
 
-void Compiler::Impl::end_step() {
-  if (current == nullptr) throw InvalidState("end_step: no step is running");
+StepResult Compiler::Impl::end_step() {
+  if (!cursor.running()) throw InvalidState("end_step: no step is running");
   if (pauses_in_step > 0) {
     throw InvalidState(fmt::format(
         "end_step '{}': {} pause scope(s) opened in this step are still open; close them first "
         "(the step stays open)",
-        current->name, pauses_in_step));
+        cursor.step().name, pauses_in_step));
   }
-  if (mode == StepMode::Replay) {
-    const NodeId end = find_reachable([&](NodeId c, std::span<const NodeId>) {
+  if (cursor.replaying()) {
+    const NodeId end = cursor.find_reachable([&](NodeId c, std::span<const NodeId>) {
       return tree().node(c).kind == tree::EventKind::End;
     });
     if (end != tree::kNoNode) {
-      pass_to(end);
-      const bool rogues_made = harvest_rogues(/*learn_sites=*/true);
+      cursor.pass_to(end);
+      StepResult result = cursor.result();
+      result.branch = tree().node(end).branch;
+      result.rogues = harvest_rogues(/*learn_sites=*/true);
       ++stats.steps_replayed;
-      if (rogues_made) place_window();
+      if (result.rogues > 0) place_window();
       finish_step();
-      return;
+      return result;
     }
     handle_break(BreakReason::UnexpectedEnd, "end of step");
   }
-  const bool rogues_made = harvest_rogues(/*learn_sites=*/mode == StepMode::Record);
-  if (mode == StepMode::Record) {
-    plan_recorded_branch();  // if it throws, the step stays open; a guard then aborts it
+  StepResult result = cursor.result();
+  result.rogues = harvest_rogues(/*learn_sites=*/cursor.mode() == StepMode::Record);
+  if (cursor.mode() == StepMode::Record) {
+    result.branch = plan_recorded_branch();  // if it throws, the step stays open; a guard then
+                                             // aborts it
     ++stats.steps_recorded;
   } else {
     ++stats.steps_dynamic;
-    if (rogues_made) place_window();
+    if (result.rogues > 0) place_window();
   }
   finish_step();
+  return result;
 }
 
 // The recorded path becomes a branch: planned as if no rogue existed (the window then moves clear
 // of them), mapped, trimmed.
-void Compiler::Impl::plan_recorded_branch() {
+tree::BranchId Compiler::Impl::plan_recorded_branch() {
   tree::AllocationTree& g = tree();
-  const std::vector<tree::FixedRange> fixed_ranges = fixed_ranges_for_branch(cursor);
-  const tree::BranchId branch = g.add_end(cursor);
-  current->live.push_back(nullptr);
+  std::vector<void*>& live = cursor.step().live;
+  const std::vector<tree::FixedRange> fixed_ranges = fixed_ranges_for_branch(cursor.at());
+  const tree::BranchId branch = g.add_end(cursor.at());
+  live.push_back(nullptr);
   plan::Solution solution;
   try {
     solution = tree::plan_branch(g, branch, fixed_ranges, options.plan_budget,
-                                 {recorded_late, first_recorded});
+                                 {recording.freed_late(), recording.first_recorded()});
   } catch (...) {
     g.truncate(g.branch(branch).end);  // no half-made branch stays behind
-    current->live.resize(g.node_count());
+    live.resize(g.node_count());
     throw;
   }
   ++stats.branches;
@@ -404,7 +288,7 @@ void Compiler::Impl::plan_recorded_branch() {
     stats.planned_peak_bytes = static_cast<std::uint64_t>(solution.arena_size);
     stats.lower_bound_bytes = static_cast<std::uint64_t>(solution.lower_bound);
   }
-  logger().info("step '{}': branch {} planned: {} B (lower bound {} B, {}{})", current->name,
+  logger().info("step '{}': branch {} planned: {} B (lower bound {} B, {}{})", cursor.step().name,
                 branch, solution.arena_size, solution.lower_bound, solution.algorithm,
                 solution.proven_optimal ? ", optimal" : "");
   try {
@@ -412,49 +296,43 @@ void Compiler::Impl::plan_recorded_branch() {
     if (options.trim_after_recording) trim_arena();
   } catch (const Error& e) {
     // The next begin_step maps it again and reports the failure there.
-    logger().error("step '{}': mapping the planned arena failed: {}", current->name, e.what());
+    logger().error("step '{}': mapping the planned arena failed: {}", cursor.step().name, e.what());
   }
+  return branch;
 }
 
 void Compiler::Impl::trim_arena() {
   const std::vector<arena::ByteRange> keep = ranges_to_keep();
-  arena.keep_only(keep);
+  arena.raw().keep_only(keep);
 }
 
 void Compiler::Impl::abort_step() noexcept {
-  if (current == nullptr) return;
+  if (!cursor.running()) return;
+  const std::string& name = cursor.step().name;
   try {
-    const bool rogues_made = harvest_rogues(/*learn_sites=*/false);
-    if (mode == StepMode::Record && first_recorded < tree().node_count()) {
+    const bool rogues_made = harvest_rogues(/*learn_sites=*/false) > 0;
+    const NodeId first_recorded = recording.first_recorded();
+    if (cursor.mode() == StepMode::Record && first_recorded < tree().node_count()) {
       tree().truncate(first_recorded);
-      current->live.resize(tree().node_count());
+      cursor.step().live.resize(tree().node_count());
     }
     if (rogues_made) place_window();
     ++stats.steps_aborted;
-    logger().warn("step '{}' aborted at event {}; {} rogue(s) live", current->name, event_index,
+    logger().warn("step '{}' aborted at event {}; {} rogue(s) live", name, cursor.events(),
                   stats.live_rogues);
   } catch (const std::exception& e) {
-    logger().error("step '{}': abort failed: {}", current->name, e.what());
+    logger().error("step '{}': abort failed: {}", name, e.what());
   }
   finish_step();
 }
 
 void Compiler::Impl::finish_step() noexcept {
-  current = nullptr;
-  cursor = tree::AllocationTree::root();
-  freed_early.clear();
-  late.clear();
-  recorded_late.clear();
-  free_ranges.reset();
-  if (!recorded.empty()) recorded.clear();  // clear() sweeps every bucket, even when empty
-  if (!step_pool_live.empty()) step_pool_live.clear();
-  first_recorded = tree::kNoNode;
-  live_in_step = 0;
+  cursor.finish();
+  recording.finish();
   // Scopes opened in the step close with it; those opened before it (a model-wide scope) stay.
   if (scopes.size() > scopes_at_step_start) scopes.resize(scopes_at_step_start);
   pause_depth -= pauses_in_step;
   pauses_in_step = 0;
-  ++step_serial;
 }
 
 }  // namespace memplan

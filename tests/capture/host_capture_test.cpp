@@ -121,9 +121,15 @@ TEST_F(Fixture, ABreakUnderTheSameKeyInvalidatesAndTheNewBranchIsCapturedOnce) {
   ASSERT_EQ(runner.stats().live_graphs, 1u);
   const auto breaks = compiler.stats().breaks;
   // Same key, but the step now allocates a workspace: a break, new pointers, the graph is stale.
+  EXPECT_TRUE(runner.last_step()->replayed());
   EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Eager);
   EXPECT_EQ(out[0], 3);
   EXPECT_EQ(compiler.stats().breaks, breaks + 1);
+  // The compiler's word on the step, as end_step gave it.
+  ASSERT_TRUE(runner.last_step());
+  EXPECT_EQ(runner.last_step()->kind, StepKind::Recorded);
+  EXPECT_EQ(runner.last_step()->break_reason, BreakReason::UnknownAllocation);
+  EXPECT_EQ(runner.last_step()->branch, 1u);
   EXPECT_EQ(runner.stats().invalidations, 1u);
   EXPECT_EQ(runner.stats().live_graphs, 0u);
   EXPECT_EQ(runner.run("denoise", "k", body(2, true)), StepPath::Eager);
@@ -171,6 +177,7 @@ TEST_F(Fixture, AThrowingBodyAbortsTheStepLaunchesNothingAndTheRunnerGoesOn) {
                           }),
                InvalidState);
   EXPECT_EQ(launches_run, before);
+  EXPECT_FALSE(runner.last_step());  // the step was aborted, not ended
   EXPECT_FALSE(compiler.in_step());
   EXPECT_EQ(compiler.stats().steps_aborted, 1u);
   EXPECT_EQ(runner.run("denoise", "k", body(4)), StepPath::Graph);

@@ -31,12 +31,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "memplan/capture/captured_step.hpp"
+#include "memplan/capture/step_fingerprint.hpp"
 #include "memplan/runtime/compiler.hpp"
 
 namespace memplan::capture {
@@ -59,22 +61,29 @@ struct CaptureStats {
 enum class StepPath : std::uint8_t { Eager, Captured, Graph };
 [[nodiscard]] std::string_view to_string(StepPath path) noexcept;
 
+// One step's allocations and launches, as the step's callable sees them; the runner makes one per
+// step and takes its fingerprint and held-back launches at the end.
 class StepContext {
  public:
+  // Allocations through `compiler` on `stream`; launches run at once, or are held back for the
+  // runner when `defer_launches`.
+  StepContext(Compiler& compiler, StreamRef stream, bool defer_launches) noexcept
+      : compiler_(&compiler), stream_(stream), defer_(defer_launches) {}
+
   // Allocates through the compiler on the runner's stream (inside pause scopes too).
   [[nodiscard]] void* allocate(std::size_t bytes, std::string_view tag = {},
                                std::size_t alignment = 0) {
     void* p = compiler_->allocate(bytes, stream_, tag, alignment);
-    trace_.insert(trace_.end(), {1, reinterpret_cast<std::uintptr_t>(p), bytes});
+    fingerprint_.allocated(p, bytes);
     return p;
   }
   void deallocate(void* p) {
     compiler_->deallocate(p, stream_);
-    trace_.insert(trace_.end(), {2, reinterpret_cast<std::uintptr_t>(p)});
+    fingerprint_.freed(p);
   }
   // A value the launches depend on that this step did not allocate: a buffer kept from an
   // earlier step, a pointer of a persistent buffer, a shape.
-  void depends_on(std::uint64_t value) { trace_.insert(trace_.end(), {3, value}); }
+  void depends_on(std::uint64_t value) { fingerprint_.depends_on(value); }
   void depends_on(const void* p) { depends_on(reinterpret_cast<std::uintptr_t>(p)); }
 
   // Enqueues `f` on the stream: at once when capture is off, else at the end of the callable.
@@ -90,22 +99,22 @@ class StepContext {
 
   [[nodiscard]] Compiler& compiler() noexcept { return *compiler_; }
   [[nodiscard]] StreamRef stream() const noexcept { return stream_; }
+  [[nodiscard]] std::uint64_t launches() const noexcept { return launches_; }
+
+  // The end of the step's callable: its fingerprint, closed with the launch count, and the
+  // launches held back, each handed over once.
+  [[nodiscard]] StepFingerprint take_fingerprint() {
+    fingerprint_.launched(launches_);
+    return std::move(fingerprint_);
+  }
+  [[nodiscard]] std::vector<Launch> take_deferred() noexcept { return std::move(deferred_); }
 
  private:
-  friend class StepRunner;
-  StepContext(Compiler& compiler, StreamRef stream) : compiler_(&compiler), stream_(stream) {}
-  void reset(bool defer) {
-    trace_.clear();
-    deferred_.clear();
-    launches_ = 0;
-    defer_ = defer;
-  }
-
   Compiler* compiler_;
   StreamRef stream_;
-  bool defer_ = false;
+  bool defer_;
   std::uint64_t launches_ = 0;
-  std::vector<std::uint64_t> trace_;
+  StepFingerprint fingerprint_;
   std::vector<Launch> deferred_;
 };
 
@@ -128,26 +137,30 @@ class StepRunner {
   void invalidate_all();
 
   [[nodiscard]] const CaptureStats& stats() const noexcept { return stats_; }
+  // What the compiler said of the last step run() ended (end_step's result); nullopt before the
+  // first, or when the last one's callable threw.
+  [[nodiscard]] const std::optional<StepResult>& last_step() const noexcept { return last_step_; }
   [[nodiscard]] const CaptureOptions& options() const noexcept { return options_; }
 
  private:
   struct Entry {
-    std::vector<std::uint64_t> fingerprint;
+    StepFingerprint fingerprint;
     int stable = 0;  // replayed steps in a row with this fingerprint
     bool uncapturable = false;
     std::unique_ptr<CapturedStep> graph;
   };
 
-  StepPath finish(Entry& entry, bool replayed);
-  void run_deferred();
+  StepPath finish(Entry& entry, bool replayed, StepFingerprint fingerprint,
+                  std::vector<Launch> deferred);
+  void run_all(const std::vector<Launch>& launches);
 
   Compiler& compiler_;
   StepCapturer& capturer_;
   StreamRef stream_;
   CaptureOptions options_;
-  StepContext context_;
   std::map<std::string, Entry, std::less<>> entries_;
   CaptureStats stats_;
+  std::optional<StepResult> last_step_;
 };
 
 }  // namespace memplan::capture

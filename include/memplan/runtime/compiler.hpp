@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +36,7 @@
 #include "memplan/error.hpp"
 #include "memplan/runtime/check.hpp"
 #include "memplan/runtime/stats.hpp"
+#include "memplan/runtime/step_result.hpp"
 
 namespace memplan {
 
@@ -79,7 +81,9 @@ class StepGuard {
   StepGuard& operator=(const StepGuard&) = delete;
   StepGuard& operator=(StepGuard&&) = delete;
   ~StepGuard();
-  void end();  // ends the step now (throws like Compiler::end_step)
+  // Ends the step now (throws like Compiler::end_step) and says what it did; nullopt when the
+  // guard had ended it already.
+  std::optional<StepResult> end();
 
  private:
   friend class Compiler;
@@ -145,10 +149,11 @@ class Compiler {
   [[nodiscard]] ScopeGuard scope(std::string_view name);
   [[nodiscard]] PauseGuard pause();
 
-  // The same, without guards. end_step throws InvalidState if a pause opened in the step is
-  // still open (the step stays open); abort_step never throws.
+  // The same, without guards. end_step says what the step did (replayed or recorded, its branch,
+  // its break); it throws InvalidState if a pause opened in the step is still open (the step
+  // stays open); abort_step never throws.
   void begin_step(std::string_view name);
-  void end_step();
+  StepResult end_step();
   void abort_step() noexcept;
   void begin_scope(std::string_view name);
   void end_scope();
@@ -156,6 +161,9 @@ class Compiler {
   void end_pause();
 
   [[nodiscard]] bool in_step() const;
+  // The running step so far (no branch or rogues yet: end_step gives those); nullopt between
+  // steps.
+  [[nodiscard]] std::optional<StepResult> step_so_far() const;
   [[nodiscard]] Stats stats() const;
   [[nodiscard]] std::vector<BreakRecord> breaks() const;
   // A readable report: stats, branches per step, the last breaks, live rogues.

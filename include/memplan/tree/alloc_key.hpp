@@ -1,7 +1,7 @@
 // What identifies an allocation event when a step is matched against the allocation tree:
 // its size, its alignment and an optional tag, hashed so that matching compares three integers.
-// The hash is computed on every tagged call (FNV-1a over the tag's bytes), and tagged allocations
-// take the replay's out-of-line path, not the inline fast path.
+// The hash is computed on every tagged call (FNV-1a over the tag's bytes);
+// a replayed tagged allocation whose key matches takes the inline fast path too.
 #pragma once
 
 #include <cstdint>

@@ -8,9 +8,9 @@
 #include <set>
 #include <utility>
 
-#include "memplan/tree/alloc_key.hpp"
+#include "memplan/types.hpp"
 
-namespace memplan::tree {
+namespace memplan {
 
 class FreeRanges {
  public:
@@ -38,4 +38,4 @@ class FreeRanges {
   std::set<std::pair<Bytes, Bytes>> by_size_;  // (size, offset) of each free range
 };
 
-}  // namespace memplan::tree
+}  // namespace memplan

@@ -4,9 +4,9 @@
 #include <random>
 
 #include "memplan/error.hpp"
-#include "memplan/tree/free_ranges.hpp"
+#include "runtime/free_ranges.hpp"
 
-namespace memplan::tree {
+namespace memplan {
 namespace {
 
 TEST(FreeRanges, AllocatesBestFitAndAligned) {
@@ -68,4 +68,4 @@ TEST(FreeRanges, RandomUseNeverHandsOutTakenBytes) {
 }
 
 }  // namespace
-}  // namespace memplan::tree
+}  // namespace memplan

@@ -6,9 +6,9 @@
 #include <iterator>
 #include <map>
 
-#include "memplan/tree/alloc_key.hpp"
+#include "memplan/types.hpp"
 
-namespace memplan::tree {
+namespace memplan {
 
 class OccupiedRanges {
  public:
@@ -36,4 +36,4 @@ class OccupiedRanges {
   std::map<Bytes, Bytes> ranges_;  // offset -> size
 };
 
-}  // namespace memplan::tree
+}  // namespace memplan

@@ -1,6 +1,6 @@
 // Best fit with alignment over two indexes of the same free ranges: by size to find the
 // smallest range that can hold the request, by offset to merge neighbours on release.
-#include "memplan/tree/free_ranges.hpp"
+#include "free_ranges.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "memplan/error.hpp"
 
-namespace memplan::tree {
+namespace memplan {
 FreeRanges::FreeRanges(Bytes capacity) {
   if (capacity > 0) add_free(0, capacity);
 }
@@ -82,4 +82,4 @@ void FreeRanges::release(Bytes offset, Bytes size) {
   add_free(start, end - start);
 }
 
-}  // namespace memplan::tree
+}  // namespace memplan
