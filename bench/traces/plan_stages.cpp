@@ -50,11 +50,15 @@ int main(int argc, char** argv) {
     const bool strategies = std::getenv("PLAN_STAGES_STRATEGIES") != nullptr;
     for (const GreedyOrder order :
          {GreedyOrder::Size, GreedyOrder::Pressure, GreedyOrder::Area, GreedyOrder::Length,
-          GreedyOrder::Conflicts, GreedyOrder::Start}) {
+          GreedyOrder::Conflicts, GreedyOrder::Start, GreedyOrder::End}) {
       if (!strategies) break;
       for (const Fit fit : {Fit::Best, Fit::First}) {
         GreedyPlan g;
-        const double ms = millis([&] { g = greedy_plan(problem, order, fit); });
+        const GreedyIndex index = std::getenv("PLAN_STAGES_TREE") && order != GreedyOrder::Start &&
+                                          order != GreedyOrder::End
+                                      ? GreedyIndex::TimeTree
+                                      : GreedyIndex::Auto;
+        const double ms = millis([&] { g = greedy_plan(problem, order, fit, index); });
         fmt::print("  {:>9}/{:<9} {:10.1f} ms  {:.5f}x\n", to_string(order), to_string(fit), ms,
                    static_cast<double>(g.arena_size) / static_cast<double>(bound));
       }

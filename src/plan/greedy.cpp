@@ -84,7 +84,8 @@ GreedyContext::GreedyContext(const Problem& problem, GreedyIndex index)
       lifetimes_(lifetimes_of(problem, occupying_)),
       degrees_(overlap_degrees(lifetimes_)),
       requested_(index),
-      generic_(index == GreedyIndex::Overlaps || index == GreedyIndex::Scan
+      generic_(index == GreedyIndex::Overlaps || index == GreedyIndex::Scan ||
+                       index == GreedyIndex::TimeTree
                    ? index
                    : choose_index(degrees_)) {
   check_buffers(problem);  // the sums below, and every run's, rely on its limits
@@ -101,12 +102,12 @@ GreedyContext::GreedyContext(const Problem& problem, GreedyIndex index)
 }
 
 GreedyIndex GreedyContext::index_for(GreedyOrder order) const {
-  if (requested_ == GreedyIndex::Sweep && order != GreedyOrder::Start) {
-    throw InvalidArgument(
-        fmt::format("GreedyIndex::Sweep serves the start order only, not {}", to_string(order)));
+  const bool swept = order == GreedyOrder::Start || order == GreedyOrder::End;
+  if (requested_ == GreedyIndex::Sweep && !swept) {
+    throw InvalidArgument(fmt::format(
+        "GreedyIndex::Sweep serves the start and end orders only, not {}", to_string(order)));
   }
-  if (order == GreedyOrder::Start &&
-      (requested_ == GreedyIndex::Auto || requested_ == GreedyIndex::Sweep)) {
+  if (swept && (requested_ == GreedyIndex::Auto || requested_ == GreedyIndex::Sweep)) {
     return GreedyIndex::Sweep;
   }
   return generic_;
@@ -139,6 +140,7 @@ const OrderKeys& GreedyContext::keys() {
     keys.length.push_back(length);
     keys.area.push_back(static_cast<double>(b.size) * static_cast<double>(length));
     keys.start.push_back(b.lower);
+    keys.end.push_back(b.upper);
   }
   const CrossSections sections = cross_sections(lifetimes_);
   const RangeMax busiest(sections.totals(keys.size));
@@ -153,9 +155,11 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
   span_.assign(occupying_.size(), {kUnplaced, kUnplaced});
   stop_ = {};
   if (index_for(order) == GreedyIndex::Sweep) {
-    if (!sweep_) sweep_.emplace(problem_, occupying_);
-    const RunEnd end = sweep_->run(fit, give_up_above, deadline, span_);
-    stop_ = sweep_->stop();
+    const bool backwards = order == GreedyOrder::End;
+    std::optional<SweepGreedy>& sweep = sweeps_[backwards ? 1 : 0];
+    if (!sweep) sweep.emplace(problem_, occupying_, backwards);
+    const RunEnd end = sweep->run(fit, give_up_above, deadline, span_);
+    stop_ = sweep->stop();
     return end;
   }
   (void)keys();
@@ -167,6 +171,10 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
     }
   }
   if (generic_ == GreedyIndex::Scan) by_offset_.reset(occupying_.size());
+  if (generic_ == GreedyIndex::TimeTree) {
+    if (!tree_) tree_.emplace(lifetimes_);
+    tree_->reset();
+  }
   std::vector<int> free;  // the buffers this strategy decides, in its order
   for (std::size_t v = 0; v < occupying_.size(); ++v) {
     const Buffer& b = problem_.buffers[occupying_[v]];
@@ -244,6 +252,8 @@ void GreedyContext::sort_by(GreedyOrder order, std::vector<int>& free) const {
                      [](Time t) { return ~t; });  // ~t = -t - 1: reverses the order, never wraps
       return sort_descending(later_first, k.size);
     }
+    case GreedyOrder::End:
+      return sort_descending(k.end, k.size);
   }
 }
 
@@ -252,6 +262,7 @@ Bytes GreedyContext::settle(int v, Bytes offset) {
   const auto i = static_cast<std::size_t>(v);
   span_[i] = {offset, offset + problem_.buffers[occupying_[i]].size};
   if (generic_ == GreedyIndex::Scan) by_offset_.insert(v, lifetimes_[i], offset, span_[i].second);
+  if (generic_ == GreedyIndex::TimeTree) tree_->insert(v, offset, span_[i].second);
   return span_[i].second;
 }
 
@@ -262,6 +273,8 @@ Bytes GreedyContext::place(int v, Fit fit) {
   GapFit gap(b.size, b.alignment, fit);
   if (generic_ == GreedyIndex::Scan) {
     by_offset_.feed(gap, lifetimes_[i]);
+  } else if (generic_ == GreedyIndex::TimeTree) {
+    tree_->feed(gap, v);
   } else {
     place_by_overlaps(v, gap);
   }
@@ -317,6 +330,8 @@ std::string_view to_string(GreedyOrder order) noexcept {
       return "pressure";
     case GreedyOrder::Start:
       return "start";
+    case GreedyOrder::End:
+      return "end";
   }
   return "unknown";
 }

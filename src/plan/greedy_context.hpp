@@ -4,6 +4,7 @@
 // problem so builds nothing it does not use.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <optional>
 #include <span>
@@ -15,6 +16,7 @@
 #include "overlap_index.hpp"
 #include "placed_by_offset.hpp"
 #include "sweep_greedy.hpp"
+#include "time_tree.hpp"
 
 namespace memplan::plan::detail {
 
@@ -25,6 +27,7 @@ struct OrderKeys {
   std::vector<double> area;           // double: size × length may exceed 64 bits; only compared
   std::vector<Bytes> pressure;
   std::vector<Time> start;
+  std::vector<Time> end;
 };
 
 class GreedyContext {
@@ -67,10 +70,11 @@ class GreedyContext {
   GreedyIndex requested_;
   GreedyIndex generic_;  // Overlaps or Scan: the index of the other orders
   std::optional<OrderKeys> keys_;
-  std::optional<OverlapIndex> overlaps_;  // Overlaps index only
-  std::optional<SweepGreedy> sweep_;
-  PlacedByOffset by_offset_;                   // Scan index only
-  std::vector<std::pair<Bytes, Bytes>> span_;  // per buffer: [offset, top), kUnplaced before
+  std::optional<OverlapIndex> overlaps_;              // Overlaps index only
+  std::array<std::optional<SweepGreedy>, 2> sweeps_;  // forwards (start), backwards (end)
+  PlacedByOffset by_offset_;                          // Scan index only
+  std::optional<TimeTree> tree_;                      // TimeTree index only
+  std::vector<std::pair<Bytes, Bytes>> span_;         // per buffer: [offset, top), kUnplaced before
   RunStop stop_;
   bool packable_ = false;                       // offsets and degrees small enough for taken_keys_
   std::vector<std::pair<Bytes, Bytes>> taken_;  // scratch: [begin, end) of placed neighbours

@@ -22,7 +22,9 @@ using detail::RunEnd;
 using Strategy = std::pair<GreedyOrder, Fit>;
 
 constexpr GreedyOrder kOrders[] = {GreedyOrder::Size,   GreedyOrder::Pressure,  GreedyOrder::Area,
-                                   GreedyOrder::Length, GreedyOrder::Conflicts, GreedyOrder::Start};
+                                   GreedyOrder::Length, GreedyOrder::Conflicts, GreedyOrder::Start,
+                                   GreedyOrder::End};
+constexpr GreedyOrder kSweptOrders[] = {GreedyOrder::Start, GreedyOrder::End};
 constexpr Fit kFits[] = {Fit::Best, Fit::First};
 
 // On expensive problems the portfolio keeps to the orders that win most often (size and
@@ -34,7 +36,11 @@ constexpr std::size_t kOrdersForExpensiveProblems = 2;
 
 std::vector<Strategy> strategies(const GreedyContext& context) {
   std::vector<Strategy> chosen;
-  if (context.wide()) chosen.emplace_back(GreedyOrder::Start, Fit::First);
+  if (context.wide()) {  // every sweep before any run that costs half a second or more
+    for (const GreedyOrder order : kSweptOrders) {
+      for (const Fit fit : {Fit::First, Fit::Best}) chosen.emplace_back(order, fit);
+    }
+  }
   if (!context.hopeless()) {
     const std::size_t orders =
         context.expensive() ? kOrdersForExpensiveProblems : std::size(kOrders);
@@ -42,9 +48,11 @@ std::vector<Strategy> strategies(const GreedyContext& context) {
       for (const Fit fit : kFits) chosen.emplace_back(kOrders[o], fit);
     }
   }
-  for (const Fit fit : kFits) {  // the sweeps, where the orders above left them out
-    const Strategy sweep{GreedyOrder::Start, fit};
-    if (std::find(chosen.begin(), chosen.end(), sweep) == chosen.end()) chosen.push_back(sweep);
+  for (const GreedyOrder order : kSweptOrders) {  // the sweeps, where the above left them out
+    for (const Fit fit : kFits) {
+      const Strategy sweep{order, fit};
+      if (std::find(chosen.begin(), chosen.end(), sweep) == chosen.end()) chosen.push_back(sweep);
+    }
   }
   return chosen;
 }

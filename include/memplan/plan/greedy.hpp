@@ -30,6 +30,8 @@ enum class GreedyOrder {
   Conflicts,  // most overlapping buffers first, larger size breaks ties
   Pressure,   // busiest moment of its lifetime (live bytes) first, larger size breaks ties
   Start,      // allocation order (earliest start first), larger size breaks ties
+  End,        // release order backwards (latest end first), larger size breaks ties: the start
+              // order of the problem with time reversed
 };
 
 enum class Fit {
@@ -40,14 +42,18 @@ enum class Fit {
 // How a run finds the placed buffers alive with the next one. All give identical plans; they
 // differ in cost. Overlaps: O(E log d) per run plus building the overlap graph (E overlapping
 // pairs, d the largest degree). Scan: O(n²) per run, nothing to build; it wins on dense problems,
-// where most buffers overlap most others. Sweep: GreedyOrder::Start only, O(n log n) per run.
+// where most buffers overlap most others. Sweep: GreedyOrder::Start and End only, O(n log n) per
+// run.
 enum class GreedyIndex {
-  Auto,      // Sweep for the start order; else Scan when n² is small next to E log d (or the graph
-             // would pass 2^26 entries), else Graph
+  Auto,  // Sweep for the start and end orders; else Scan when n² is small next to E log d (or the
+         // graph would pass 2^26 entries), else Graph
   Overlaps,  // each buffer's placed neighbours from the overlap graph, sorted by offset
   Scan,      // one offset-ordered list of every placed buffer, filtered by lifetime
-  Sweep,     // the start order as a sweep over time, the live buffers' gaps indexed (any other
-             // order: memplan::InvalidArgument)
+  TimeTree,  // a segment tree over time whose nodes keep the union of the ranges placed under
+             // them: O(log n) unions a placement, where long-lived buffers stacked together are
+             // one range (problems whose long-lived buffers overlap most others)
+  Sweep,     // the start (end) order as a sweep forwards (backwards) over time, the live
+             // buffers' gaps indexed (any other order: memplan::InvalidArgument)
 };
 
 struct GreedyPlan {
