@@ -14,6 +14,7 @@
 #include "memplan/plan/greedy.hpp"
 #include "memplan/plan/lower_bound.hpp"
 #include "memplan/plan/planner.hpp"
+#include "trace_generators.hpp"
 
 namespace {
 
@@ -43,26 +44,7 @@ void plan_trace(benchmark::State& state, const Problem& problem) {
 // Random lifetimes and sizes shaped like a model's activations: most buffers short-lived, a
 // few long-lived ones spanning many layers, sizes spread over six orders of magnitude.
 Problem synthetic_problem(std::size_t buffers) {
-  std::mt19937_64 random(20240601);
-  const auto horizon = static_cast<std::int64_t>(2 * buffers);
-  std::uniform_int_distribution<std::int64_t> start(0, horizon - 1);
-  std::geometric_distribution<std::int64_t> short_life(1.0 / 24);
-  std::uniform_int_distribution<std::int64_t> long_life(1, horizon / 8);
-  std::bernoulli_distribution is_long(0.02);
-  std::uniform_real_distribution<double> log_size(6.0, 26.0);  // 64 B .. 64 MiB
-  Problem problem;
-  problem.buffers.reserve(buffers);
-  for (std::size_t i = 0; i < buffers; ++i) {
-    Buffer b;
-    b.id = std::to_string(i);
-    b.lower = start(random);
-    b.upper =
-        std::min(horizon, b.lower + 1 + (is_long(random) ? long_life(random) : short_life(random)));
-    b.size = (static_cast<Bytes>(std::exp2(log_size(random))) + 255) / 256 * 256;
-    b.alignment = 256;
-    problem.buffers.push_back(std::move(b));
-  }
-  return problem;
+  return memplan::plan::traces::random_trace(buffers, 20240601);
 }
 
 void plan_synthetic(benchmark::State& state) {

@@ -11,7 +11,8 @@
 
 int main(int argc, char** argv) {
   if (argc != 4 && argc != 5) {
-    fmt::print(stderr, "usage: {} training|inference|graph BUFFERS [SEED] OUT.csv\n", argv[0]);
+    fmt::print(stderr, "usage: {} training|inference|graph|random BUFFERS [SEED] OUT.csv\n",
+               argv[0]);
     return 2;
   }
   try {

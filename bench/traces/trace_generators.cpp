@@ -225,6 +225,29 @@ Problem graph_trace(std::size_t buffers, std::uint64_t seed) {
   return std::move(b.problem);
 }
 
+Problem random_trace(std::size_t buffers, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  const auto horizon = static_cast<std::int64_t>(2 * buffers);
+  std::uniform_int_distribution<std::int64_t> start(0, horizon - 1);
+  std::geometric_distribution<std::int64_t> short_life(1.0 / 24);
+  std::uniform_int_distribution<std::int64_t> long_life(1, horizon / 8);
+  std::bernoulli_distribution is_long(0.02);
+  std::uniform_real_distribution<double> log_size(6.0, 26.0);  // 64 B .. 64 MiB
+  Problem problem;
+  problem.buffers.reserve(buffers);
+  for (std::size_t i = 0; i < buffers; ++i) {
+    Buffer b;
+    b.id = std::to_string(i);
+    b.lower = start(random);
+    b.upper =
+        std::min(horizon, b.lower + 1 + (is_long(random) ? long_life(random) : short_life(random)));
+    b.size = (static_cast<Bytes>(std::exp2(log_size(random))) + 255) / 256 * 256;
+    b.alignment = 256;
+    problem.buffers.push_back(std::move(b));
+  }
+  return problem;
+}
+
 Problem generate(TraceFamily family, std::size_t buffers, std::uint64_t seed) {
   switch (family) {
     case TraceFamily::Training:
@@ -233,6 +256,8 @@ Problem generate(TraceFamily family, std::size_t buffers, std::uint64_t seed) {
       return inference_trace(buffers, seed);
     case TraceFamily::Graph:
       return graph_trace(buffers, seed);
+    case TraceFamily::Random:
+      return random_trace(buffers, seed);
   }
   return {};
 }
@@ -245,16 +270,19 @@ std::string_view to_string(TraceFamily family) noexcept {
       return "inference";
     case TraceFamily::Graph:
       return "graph";
+    case TraceFamily::Random:
+      return "random";
   }
   return "unknown";
 }
 
 TraceFamily trace_family_from(std::string_view name) {
-  for (const TraceFamily f : {TraceFamily::Training, TraceFamily::Inference, TraceFamily::Graph}) {
+  for (const TraceFamily f :
+       {TraceFamily::Training, TraceFamily::Inference, TraceFamily::Graph, TraceFamily::Random}) {
     if (name == to_string(f)) return f;
   }
   throw InvalidArgument(
-      fmt::format("unknown trace family '{}' (training, inference or graph)", name));
+      fmt::format("unknown trace family '{}' (training, inference, graph or random)", name));
 }
 
 }  // namespace memplan::plan::traces

@@ -11,6 +11,9 @@
 // * graph: a compute graph in topological order (IOPDDL contest problems): every node's output
 //   lives until its last consumer, most consumers near, some skip connections far, sizes of the
 //   contest's 2^k + 1 form (odd, alignment 1).
+// * random: the benchmarks' synthetic problem, no model behind it: starts uniform over 2n
+//   steps, lifetimes geometric (mean 24) with 2 % long-lived ones (up to n/4 steps), sizes
+//   log-uniform from 64 B to 64 MiB in 256-byte multiples.
 //
 // Each generator is deterministic for a seed and gives about `buffers` buffers (whole layers or
 // nodes; within a layer of the target). Times are op indices.
@@ -24,15 +27,16 @@
 
 namespace memplan::plan::traces {
 
-enum class TraceFamily { Training, Inference, Graph };
+enum class TraceFamily { Training, Inference, Graph, Random };
 
 [[nodiscard]] Problem training_trace(std::size_t buffers, std::uint64_t seed);
 [[nodiscard]] Problem inference_trace(std::size_t buffers, std::uint64_t seed);
 [[nodiscard]] Problem graph_trace(std::size_t buffers, std::uint64_t seed);
+[[nodiscard]] Problem random_trace(std::size_t buffers, std::uint64_t seed);
 
 [[nodiscard]] Problem generate(TraceFamily family, std::size_t buffers, std::uint64_t seed);
 [[nodiscard]] std::string_view to_string(TraceFamily family) noexcept;
-// "training", "inference" or "graph"; anything else: memplan::InvalidArgument.
+// "training", "inference", "graph" or "random"; anything else: memplan::InvalidArgument.
 [[nodiscard]] TraceFamily trace_family_from(std::string_view name);
 
 }  // namespace memplan::plan::traces

@@ -42,9 +42,17 @@ constexpr double kLargeScanPairs = 1 << 26;
 constexpr double kWideOverlapEntries = 1 << 24;
 constexpr double kWideScanPairs = 0x1p29;
 constexpr double kHopelessScanPairs = 0x1p38;
+// Above this many buffers the time tree serves the orders other than start and end: a run
+// there costs 0.1-0.5 s at 60,000 buffers where the scan and the graph took 1-4 s. Above the
+// second a run costs about half a second or more; above the third (the tree's nodes alone would
+// pass 400 B a buffer) none is tried.
+constexpr double kTimeTreeBuffers = 8192;
+constexpr double kWideTimeTreeBuffers = 32768;
+constexpr double kHopelessTimeTreeBuffers = 0x1p19;
 // The deadline is read every this many placements: a few microseconds of work on small
 // problems, a few milliseconds on the widest ones.
 constexpr std::size_t kPlacementsPerClockRead = 16;
+constexpr std::size_t kProjectAfterShare = 16;  // see out_of_time
 
 double entries_of(std::span<const std::int64_t> degrees) {
   double entries = 0;
@@ -57,6 +65,7 @@ GreedyIndex choose_index(std::span<const std::int64_t> degrees) {
   std::int64_t widest = 1;
   for (const std::int64_t d : degrees) widest = std::max(widest, d);
   const auto n = static_cast<double>(degrees.size());
+  if (n > kTimeTreeBuffers) return GreedyIndex::TimeTree;
   const double sort_cost = entries * std::log2(static_cast<double>(widest) + 1) * kScanAdvantage;
   return n * n < sort_cost || entries > kMaxOverlapEntries ? GreedyIndex::Scan
                                                            : GreedyIndex::Overlaps;
@@ -115,19 +124,38 @@ GreedyIndex GreedyContext::index_for(GreedyOrder order) const {
 
 bool GreedyContext::expensive() const {
   const double n = static_cast<double>(occupying_.size());
-  return generic_ == GreedyIndex::Scan ? n * n > kLargeScanPairs
-                                       : entries_of(degrees_) > kLargeOverlapEntries;
+  switch (generic_) {
+    case GreedyIndex::Scan:
+      return n * n > kLargeScanPairs;
+    case GreedyIndex::TimeTree:
+      return n > kTimeTreeBuffers;
+    default:
+      return entries_of(degrees_) > kLargeOverlapEntries;
+  }
 }
 
 bool GreedyContext::wide() const {
   const double n = static_cast<double>(occupying_.size());
-  return generic_ == GreedyIndex::Scan ? n * n > kWideScanPairs
-                                       : entries_of(degrees_) > kWideOverlapEntries;
+  switch (generic_) {
+    case GreedyIndex::Scan:
+      return n * n > kWideScanPairs;
+    case GreedyIndex::TimeTree:
+      return n > kWideTimeTreeBuffers;
+    default:
+      return entries_of(degrees_) > kWideOverlapEntries;
+  }
 }
 
 bool GreedyContext::hopeless() const {
   const double n = static_cast<double>(occupying_.size());
-  return generic_ == GreedyIndex::Scan && n * n > kHopelessScanPairs;
+  switch (generic_) {
+    case GreedyIndex::Scan:
+      return n * n > kHopelessScanPairs;
+    case GreedyIndex::TimeTree:
+      return n > kHopelessTimeTreeBuffers;
+    default:
+      return false;
+  }
 }
 
 const OrderKeys& GreedyContext::keys() {
@@ -186,6 +214,7 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
   }
   sort_by(order, free);
   const bool timed = deadline != Clock::time_point::max();
+  const Clock::time_point started = Clock::now();
   for (std::size_t k = 0; k < free.size(); ++k) {
     const int v = free[k];
     const Bytes top = settle(v, place(v, fit));
@@ -193,11 +222,25 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
       stop_ = {v, top};
       return RunEnd::GaveUp;
     }
-    if (timed && (k + 1) % kPlacementsPerClockRead == 0 && Clock::now() >= deadline) {
+    if (timed && (k + 1) % kPlacementsPerClockRead == 0 &&
+        out_of_time(started, deadline, k + 1, free.size())) {
       return RunEnd::OutOfTime;
     }
   }
   return RunEnd::Done;
+}
+
+// Past the deadline, or sure to pass it: once a sixteenth of the buffers is placed, a run whose
+// pace so far would end after the deadline stops, since its plan would be lost anyway. (Later
+// placements see more placed neighbours and cost more, so the pace only underestimates.)
+bool GreedyContext::out_of_time(Clock::time_point started, Clock::time_point deadline,
+                                std::size_t placed, std::size_t total) {
+  const Clock::time_point now = Clock::now();
+  if (now >= deadline) return true;
+  if (placed < total / kProjectAfterShare) return false;
+  const auto spent = std::chrono::duration<double>(now - started).count();
+  const double remaining = std::chrono::duration<double>(deadline - now).count();
+  return spent * static_cast<double>(total - placed) / static_cast<double>(placed) > remaining;
 }
 
 GreedyPlan GreedyContext::plan(GreedyOrder order, Fit fit) const {

@@ -38,15 +38,19 @@ class GreedyContext {
   GreedyContext(const Problem& problem, GreedyIndex index);
 
   [[nodiscard]] GreedyIndex index_for(GreedyOrder order) const;
-  // Whether one run of an order other than start costs more than tens of milliseconds: more
-  // than 2^22 overlap entries to sort (graph index), or 2^26 pairs to scan.
+  // Whether one run of an order other than start and end costs more than tens of milliseconds:
+  // more than 2^22 overlap entries to sort (graph index), 2^26 pairs to scan, or the time tree
+  // (more than 8,192 buffers).
   [[nodiscard]] bool expensive() const;
-  // Whether such a run costs about half a second or more: 2^29 pairs to scan, or 2^24 overlap
-  // entries (the graph alone then takes a few hundred milliseconds to build).
+  // Whether such a run costs about half a second or more: 2^29 pairs to scan, 2^24 overlap
+  // entries (the graph alone then takes a few hundred milliseconds to build), or 32,768 buffers
+  // in the time tree.
   [[nodiscard]] bool wide() const;
-  // Whether such a run could not end within minutes: more than 2^38 pairs to scan (the graph
-  // index is not built that large), above about 520,000 buffers.
+  // Whether no such run is tried: more than 2^38 pairs to scan (minutes; the graph index is not
+  // built that large), or more than 2^19 buffers for the time tree (its memory).
   [[nodiscard]] bool hopeless() const;
+  // Whether the other orders run on the time tree (problems above 8,192 buffers).
+  [[nodiscard]] bool large() const { return generic_ == GreedyIndex::TimeTree; }
 
   // Runs one strategy. Gives up as soon as a buffer's top passes `give_up_above` (an arena only
   // grows, so the plan could no longer win), and stops at `deadline`.
@@ -57,6 +61,8 @@ class GreedyContext {
   [[nodiscard]] std::string describe_stop(GreedyOrder order, Fit fit) const;
 
  private:
+  static bool out_of_time(Clock::time_point started, Clock::time_point deadline, std::size_t placed,
+                          std::size_t total);
   void sort_by(GreedyOrder order, std::vector<int>& free) const;
   Bytes settle(int v, Bytes offset);
   Bytes place(int v, Fit fit);

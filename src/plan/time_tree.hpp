@@ -58,6 +58,8 @@ class TimeTree {
   std::vector<std::size_t> above_;  // scratch
   std::vector<std::span<const std::pair<Bytes, Bytes>>> sources_;  // scratch: merged in feed
   std::vector<std::pair<Bytes, Bytes>> gathered_;                  // scratch: their ranges
+  std::vector<std::pair<Bytes, Bytes>> merged_;                    // scratch: a merge pass
+  std::vector<std::size_t> bounds_;  // scratch: where each sorted run in gathered_ ends
 };
 
 }  // namespace memplan::plan::detail
