@@ -122,40 +122,35 @@ GreedyIndex GreedyContext::index_for(GreedyOrder order) const {
   return generic_;
 }
 
-bool GreedyContext::expensive() const {
+// What a run's cost grows with under the index (pairs to scan, overlap entries to sort, or
+// buffers in the time tree) and where it passes tens of milliseconds, half a second, and what
+// no strategy tries.
+GreedyContext::CostScale GreedyContext::cost_scale() const {
   const double n = static_cast<double>(occupying_.size());
   switch (generic_) {
     case GreedyIndex::Scan:
-      return n * n > kLargeScanPairs;
+      return {n * n, kLargeScanPairs, kWideScanPairs, kHopelessScanPairs};
     case GreedyIndex::TimeTree:
-      return n > kTimeTreeBuffers;
+      return {n, kTimeTreeBuffers, kWideTimeTreeBuffers, kHopelessTimeTreeBuffers};
     default:
-      return entries_of(degrees_) > kLargeOverlapEntries;
+      return {entries_of(degrees_), kLargeOverlapEntries, kWideOverlapEntries,
+              std::numeric_limits<double>::infinity()};
   }
+}
+
+bool GreedyContext::expensive() const {
+  const CostScale scale = cost_scale();
+  return scale.measure > scale.large;
 }
 
 bool GreedyContext::wide() const {
-  const double n = static_cast<double>(occupying_.size());
-  switch (generic_) {
-    case GreedyIndex::Scan:
-      return n * n > kWideScanPairs;
-    case GreedyIndex::TimeTree:
-      return n > kWideTimeTreeBuffers;
-    default:
-      return entries_of(degrees_) > kWideOverlapEntries;
-  }
+  const CostScale scale = cost_scale();
+  return scale.measure > scale.wide;
 }
 
 bool GreedyContext::hopeless() const {
-  const double n = static_cast<double>(occupying_.size());
-  switch (generic_) {
-    case GreedyIndex::Scan:
-      return n * n > kHopelessScanPairs;
-    case GreedyIndex::TimeTree:
-      return n > kHopelessTimeTreeBuffers;
-    default:
-      return false;
-  }
+  const CostScale scale = cost_scale();
+  return scale.measure > scale.hopeless;
 }
 
 const OrderKeys& GreedyContext::keys() {
@@ -190,7 +185,24 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
     stop_ = sweep->stop();
     return end;
   }
+  std::vector<int> free = order_of(order);
+  return run_in(free, fit, give_up_above, deadline);
+}
+
+std::vector<int> GreedyContext::order_of(GreedyOrder order) {
   (void)keys();
+  std::vector<int> free;  // the buffers a strategy decides
+  for (std::size_t v = 0; v < occupying_.size(); ++v) {
+    if (!problem_.buffers[occupying_[v]].fixed_offset) free.push_back(static_cast<int>(v));
+  }
+  sort_by(order, free);
+  return free;
+}
+
+RunEnd GreedyContext::run_in(std::span<const int> free, Fit fit, Bytes give_up_above,
+                             Clock::time_point deadline) {
+  span_.assign(occupying_.size(), {kUnplaced, kUnplaced});
+  stop_ = {};
   if (generic_ == GreedyIndex::Overlaps && !overlaps_) {
     overlaps_.emplace(lifetimes_, deadline);
     if (!overlaps_->complete()) {
@@ -203,16 +215,10 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
     if (!tree_) tree_.emplace(lifetimes_);
     tree_->reset();
   }
-  std::vector<int> free;  // the buffers this strategy decides, in its order
   for (std::size_t v = 0; v < occupying_.size(); ++v) {
     const Buffer& b = problem_.buffers[occupying_[v]];
-    if (b.fixed_offset) {
-      settle(static_cast<int>(v), *b.fixed_offset);  // obstacles before anything else
-    } else {
-      free.push_back(static_cast<int>(v));
-    }
+    if (b.fixed_offset) settle(static_cast<int>(v), *b.fixed_offset);  // obstacles first
   }
-  sort_by(order, free);
   const bool timed = deadline != Clock::time_point::max();
   const Clock::time_point started = Clock::now();
   for (std::size_t k = 0; k < free.size(); ++k) {
@@ -244,8 +250,12 @@ bool GreedyContext::out_of_time(Clock::time_point started, Clock::time_point dea
 }
 
 GreedyPlan GreedyContext::plan(GreedyOrder order, Fit fit) const {
+  return plan_named(fmt::format("greedy:{}/{}", to_string(order), to_string(fit)));
+}
+
+GreedyPlan GreedyContext::plan_named(std::string algorithm) const {
   GreedyPlan plan;
-  plan.algorithm = fmt::format("greedy:{}/{}", to_string(order), to_string(fit));
+  plan.algorithm = std::move(algorithm);
   plan.offsets.assign(problem_.buffers.size(), 0);
   for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
     plan.offsets[i] = problem_.buffers[i].fixed_offset.value_or(0);

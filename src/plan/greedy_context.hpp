@@ -55,12 +55,28 @@ class GreedyContext {
   // Runs one strategy. Gives up as soon as a buffer's top passes `give_up_above` (an arena only
   // grows, so the plan could no longer win), and stops at `deadline`.
   RunEnd run(GreedyOrder order, Fit fit, Bytes give_up_above, Clock::time_point deadline);
+  // The free buffers (local indices) in the order's sequence.
+  [[nodiscard]] std::vector<int> order_of(GreedyOrder order);
+  // Runs the free buffers in the given sequence (any permutation of order_of's), on the index
+  // of the orders other than start and end.
+  RunEnd run_in(std::span<const int> free, Fit fit, Bytes give_up_above,
+                Clock::time_point deadline);
+  // After a run: per local index, [offset, top) ({-1, -1} for a buffer not placed).
+  [[nodiscard]] std::span<const std::pair<Bytes, Bytes>> spans() const { return span_; }
   // After RunEnd::Done: the plan.
   [[nodiscard]] GreedyPlan plan(GreedyOrder order, Fit fit) const;
+  [[nodiscard]] GreedyPlan plan_named(std::string algorithm) const;
   // After RunEnd::GaveUp: the buffer that passed and the top it would have reached.
   [[nodiscard]] std::string describe_stop(GreedyOrder order, Fit fit) const;
 
  private:
+  struct CostScale {
+    double measure;
+    double large;
+    double wide;
+    double hopeless;
+  };
+  [[nodiscard]] CostScale cost_scale() const;
   static bool out_of_time(Clock::time_point started, Clock::time_point deadline, std::size_t placed,
                           std::size_t total);
   void sort_by(GreedyOrder order, std::vector<int>& free) const;

@@ -38,6 +38,8 @@ constexpr std::size_t kOrdersForExpensiveProblems = 2;
 // deadline reaches only the first few: the strategies in the order that won on large real traces
 // (IOPDDL S_1 and Y_1, SOMAS pangu 2.6B: pressure, size and conflicts with best fit each win
 // one, within 0.0-0.8 % of the bound where the rest end 1-40 % above) and generated ones.
+constexpr int kSqueakyRounds = 8;
+
 constexpr Strategy kLargeStrategies[] = {
     {GreedyOrder::Pressure, Fit::Best},   {GreedyOrder::Size, Fit::Best},
     {GreedyOrder::Conflicts, Fit::Best},  {GreedyOrder::Size, Fit::First},
@@ -70,6 +72,31 @@ std::vector<Strategy> strategies(const GreedyContext& context) {
   return chosen;
 }
 
+// Squeaky wheel (Joslin and Clements, 1999) on large problems, while the deadline allows: the
+// buffers that ended above `good_enough` in the last run move to the front of the winner's
+// sequence (keeping their order), and the sequence runs again. Each round costs one run.
+void squeak(GreedyContext& context, Strategy winner, GreedyPlan& best,
+            std::vector<std::pair<Bytes, Bytes>> spans, Bytes good_enough,
+            GreedyContext::Clock::time_point deadline) {
+  using Clock = GreedyContext::Clock;
+  std::vector<int> sequence = context.order_of(winner.first);
+  for (int round = 1; round <= kSqueakyRounds && Clock::now() < deadline; ++round) {
+    const auto high = [&](int v) {
+      return spans[static_cast<std::size_t>(v)].second > good_enough;
+    };
+    if (std::is_partitioned(sequence.begin(), sequence.end(), high)) return;  // the same run
+    std::stable_partition(sequence.begin(), sequence.end(), high);
+    const RunEnd end = context.run_in(sequence, winner.second, best.arena_size - 1, deadline);
+    if (end == RunEnd::OutOfTime) return;
+    spans.assign(context.spans().begin(), context.spans().end());
+    if (end == RunEnd::Done) {
+      best = context.plan_named(fmt::format("greedy:{}/{}+squeaky{}", to_string(winner.first),
+                                            to_string(winner.second), round));
+      if (best.arena_size <= good_enough) return;
+    }
+  }
+}
+
 }  // namespace
 
 GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough,
@@ -78,6 +105,8 @@ GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough,
   GreedyContext context(problem, GreedyIndex::Auto);
   std::optional<GreedyPlan> best;
   std::optional<std::string> past_limit;  // why a run found no plan within kMaxArenaBytes
+  Strategy winner{};
+  std::vector<std::pair<Bytes, Bytes>> winner_spans;
   bool first = true;
   for (const auto& [order, fit] : strategies(context)) {
     if (!first && Clock::now() >= deadline) break;
@@ -91,7 +120,12 @@ GreedyPlan greedy_portfolio(const Problem& problem, Bytes good_enough,
       continue;
     }
     best = context.plan(order, fit);
+    winner = {order, fit};
+    if (context.large()) winner_spans.assign(context.spans().begin(), context.spans().end());
     if (best->arena_size <= good_enough) break;
+  }
+  if (best && best->arena_size > good_enough && context.large() && !context.hopeless()) {
+    squeak(context, winner, *best, std::move(winner_spans), good_enough, deadline);
   }
   if (!best) {
     throw InvalidArgument(fmt::format("no plan fits the largest arena supported, {} B: {}",
