@@ -207,7 +207,7 @@ Problem graph_trace(std::size_t buffers, std::uint64_t seed) {
   std::bernoulli_distribution is_far(0.2);
   std::bernoulli_distribution is_saved(1.0 / 3);
   std::uniform_int_distribution<int> consumers(1, 3);
-  std::uniform_int_distribution<int> log2_elements(0, 27);
+  std::uniform_int_distribution<int> log2_elements(1, 27);
   constexpr std::array<Bytes, 7> kFactors = {1, 1, 1, 3, 5, 7, 9};
   std::uniform_int_distribution<std::size_t> factor(0, kFactors.size() - 1);
   for (Time node = 0; node < n; ++node) {
