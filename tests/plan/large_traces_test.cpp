@@ -64,13 +64,13 @@ TEST(GeneratedTraces, TheGraphFamilysSizesAreOddAsInTheContest) {
 }
 
 TEST(LargeProblems, ANoBudgetRunIsTheFirstStrategyAlone) {
-  // Above 8,192 buffers the other orders run on the time tree, pressure/best-fit first; above
+  // Above 8,192 buffers the other orders run on the time tree, size/first-fit first; above
   // 32,768 the sweeps go first. With no budget that one strategy is the whole greedy work, and
   // nothing comes after it (no squeaky-wheel round, no exact search).
   const Problem large = traces::random_trace(10000, 2);
   const Solution rushed = plan(large, {.budget = std::chrono::milliseconds(0)});
   expect_valid(large, rushed);
-  EXPECT_EQ(rushed.algorithm, "greedy:pressure/best-fit");
+  EXPECT_EQ(rushed.algorithm, "greedy:size/first-fit");
   const Problem wide = traces::graph_trace(34000, 2);
   const Solution rushed_wide = plan(wide, {.budget = std::chrono::milliseconds(0)});
   expect_valid(wide, rushed_wide);
