@@ -1,8 +1,11 @@
 // Planner benchmarks: every shipped trace through plan() with the default budget, synthetic
-// problems of 60,000 and 1,000,000 buffers, and wide live sets (every buffer alive at once).
+// problems of 60,000 and 1,000,000 buffers, wide live sets (every buffer alive at once), and
+// generated model traces of 20,000 to 200,000 buffers (bench/traces: training and inference
+// steps, compute graphs), with the greedy's indexes compared on one of them.
 // Counters report the plan beside the lower bound, so the JSON output
 // (--benchmark_format=json) is also the results table of docs/planner.md.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +17,7 @@
 #include "memplan/plan/greedy.hpp"
 #include "memplan/plan/lower_bound.hpp"
 #include "memplan/plan/planner.hpp"
+#include "trace_generators.hpp"
 
 namespace {
 
@@ -43,26 +47,7 @@ void plan_trace(benchmark::State& state, const Problem& problem) {
 // Random lifetimes and sizes shaped like a model's activations: most buffers short-lived, a
 // few long-lived ones spanning many layers, sizes spread over six orders of magnitude.
 Problem synthetic_problem(std::size_t buffers) {
-  std::mt19937_64 random(20240601);
-  const auto horizon = static_cast<std::int64_t>(2 * buffers);
-  std::uniform_int_distribution<std::int64_t> start(0, horizon - 1);
-  std::geometric_distribution<std::int64_t> short_life(1.0 / 24);
-  std::uniform_int_distribution<std::int64_t> long_life(1, horizon / 8);
-  std::bernoulli_distribution is_long(0.02);
-  std::uniform_real_distribution<double> log_size(6.0, 26.0);  // 64 B .. 64 MiB
-  Problem problem;
-  problem.buffers.reserve(buffers);
-  for (std::size_t i = 0; i < buffers; ++i) {
-    Buffer b;
-    b.id = std::to_string(i);
-    b.lower = start(random);
-    b.upper =
-        std::min(horizon, b.lower + 1 + (is_long(random) ? long_life(random) : short_life(random)));
-    b.size = (static_cast<Bytes>(std::exp2(log_size(random))) + 255) / 256 * 256;
-    b.alignment = 256;
-    problem.buffers.push_back(std::move(b));
-  }
-  return problem;
+  return memplan::plan::traces::random_trace(buffers, 20240601);
 }
 
 void plan_synthetic(benchmark::State& state) {
@@ -115,15 +100,34 @@ void greedy_index(benchmark::State& state, const Problem& problem,
   }
 }
 
-void register_greedy_indexes(const std::filesystem::path& file) {
-  const Problem problem = memplan::plan::read_csv_file(file);
-  const std::string name = "greedy_index/" + file.stem().string();
+void register_greedy_indexes(const std::string& stem, const Problem& problem) {
+  const std::string name = "greedy_index/" + stem;
   benchmark::RegisterBenchmark((name + "/graph").c_str(), greedy_index, problem,
                                memplan::plan::GreedyIndex::Overlaps)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark((name + "/scan").c_str(), greedy_index, problem,
                                memplan::plan::GreedyIndex::Scan)
       ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark((name + "/time_tree").c_str(), greedy_index, problem,
+                               memplan::plan::GreedyIndex::TimeTree)
+      ->Unit(benchmark::kMillisecond);
+}
+
+// plan_generated/<family>/<buffers>: seed 1, as `plan_trace_gen <family> <buffers> 1` writes it
+// for `memplan plan`. greedy_index/training_20000: long-lived weights over short activations,
+// where the overlap graph and the scan walk every long-lived buffer for every placement.
+void register_generated() {
+  namespace traces = memplan::plan::traces;
+  for (const auto family : {traces::TraceFamily::Training, traces::TraceFamily::Inference,
+                            traces::TraceFamily::Graph}) {
+    for (const std::size_t buffers : {20000, 100000, 200000}) {
+      const std::string name =
+          fmt::format("plan_generated/{}/{}", traces::to_string(family), buffers);
+      benchmark::RegisterBenchmark(name.c_str(), plan_trace, traces::generate(family, buffers, 1))
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  register_greedy_indexes("training_20000", traces::training_trace(20000, 1));
 }
 
 void register_traces() {
@@ -139,7 +143,9 @@ void register_traces() {
         "plan_trace/" + file.parent_path().filename().string() + "/" + file.stem().string();
     benchmark::RegisterBenchmark(name.c_str(), plan_trace, memplan::plan::read_csv_file(file))
         ->Unit(benchmark::kMillisecond);
-    if (file.parent_path().filename() == "somas") register_greedy_indexes(file);
+    if (file.parent_path().filename() == "somas") {
+      register_greedy_indexes(file.stem().string(), memplan::plan::read_csv_file(file));
+    }
   }
 }
 
@@ -147,6 +153,7 @@ void register_traces() {
 
 int main(int argc, char** argv) {
   register_traces();
+  register_generated();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -42,9 +42,17 @@ constexpr double kLargeScanPairs = 1 << 26;
 constexpr double kWideOverlapEntries = 1 << 24;
 constexpr double kWideScanPairs = 0x1p29;
 constexpr double kHopelessScanPairs = 0x1p38;
+// Above this many buffers the time tree serves the orders other than start and end: a run
+// there costs 0.1-0.5 s at 60,000 buffers where the scan and the graph took 1-4 s. Above the
+// second a run costs about half a second or more; above the third (the tree's nodes alone would
+// pass 400 B a buffer) none is tried.
+constexpr double kTimeTreeBuffers = 8192;
+constexpr double kWideTimeTreeBuffers = 32768;
+constexpr double kHopelessTimeTreeBuffers = 0x1p19;
 // The deadline is read every this many placements: a few microseconds of work on small
 // problems, a few milliseconds on the widest ones.
 constexpr std::size_t kPlacementsPerClockRead = 16;
+constexpr std::size_t kProjectAfterShare = 16;  // see out_of_time
 
 double entries_of(std::span<const std::int64_t> degrees) {
   double entries = 0;
@@ -57,6 +65,7 @@ GreedyIndex choose_index(std::span<const std::int64_t> degrees) {
   std::int64_t widest = 1;
   for (const std::int64_t d : degrees) widest = std::max(widest, d);
   const auto n = static_cast<double>(degrees.size());
+  if (n > kTimeTreeBuffers) return GreedyIndex::TimeTree;
   const double sort_cost = entries * std::log2(static_cast<double>(widest) + 1) * kScanAdvantage;
   return n * n < sort_cost || entries > kMaxOverlapEntries ? GreedyIndex::Scan
                                                            : GreedyIndex::Overlaps;
@@ -84,7 +93,8 @@ GreedyContext::GreedyContext(const Problem& problem, GreedyIndex index)
       lifetimes_(lifetimes_of(problem, occupying_)),
       degrees_(overlap_degrees(lifetimes_)),
       requested_(index),
-      generic_(index == GreedyIndex::Overlaps || index == GreedyIndex::Scan
+      generic_(index == GreedyIndex::Overlaps || index == GreedyIndex::Scan ||
+                       index == GreedyIndex::TimeTree
                    ? index
                    : choose_index(degrees_)) {
   check_buffers(problem);  // the sums below, and every run's, rely on its limits
@@ -101,32 +111,46 @@ GreedyContext::GreedyContext(const Problem& problem, GreedyIndex index)
 }
 
 GreedyIndex GreedyContext::index_for(GreedyOrder order) const {
-  if (requested_ == GreedyIndex::Sweep && order != GreedyOrder::Start) {
-    throw InvalidArgument(
-        fmt::format("GreedyIndex::Sweep serves the start order only, not {}", to_string(order)));
+  const bool swept = order == GreedyOrder::Start || order == GreedyOrder::End;
+  if (requested_ == GreedyIndex::Sweep && !swept) {
+    throw InvalidArgument(fmt::format(
+        "GreedyIndex::Sweep serves the start and end orders only, not {}", to_string(order)));
   }
-  if (order == GreedyOrder::Start &&
-      (requested_ == GreedyIndex::Auto || requested_ == GreedyIndex::Sweep)) {
+  if (swept && (requested_ == GreedyIndex::Auto || requested_ == GreedyIndex::Sweep)) {
     return GreedyIndex::Sweep;
   }
   return generic_;
 }
 
-bool GreedyContext::expensive() const {
+// What a run's cost grows with under the index (pairs to scan, overlap entries to sort, or
+// buffers in the time tree) and where it passes tens of milliseconds, half a second, and what
+// no strategy tries.
+GreedyContext::CostScale GreedyContext::cost_scale() const {
   const double n = static_cast<double>(occupying_.size());
-  return generic_ == GreedyIndex::Scan ? n * n > kLargeScanPairs
-                                       : entries_of(degrees_) > kLargeOverlapEntries;
+  switch (generic_) {
+    case GreedyIndex::Scan:
+      return {n * n, kLargeScanPairs, kWideScanPairs, kHopelessScanPairs};
+    case GreedyIndex::TimeTree:
+      return {n, kTimeTreeBuffers, kWideTimeTreeBuffers, kHopelessTimeTreeBuffers};
+    default:
+      return {entries_of(degrees_), kLargeOverlapEntries, kWideOverlapEntries,
+              std::numeric_limits<double>::infinity()};
+  }
+}
+
+bool GreedyContext::expensive() const {
+  const CostScale scale = cost_scale();
+  return scale.measure > scale.large;
 }
 
 bool GreedyContext::wide() const {
-  const double n = static_cast<double>(occupying_.size());
-  return generic_ == GreedyIndex::Scan ? n * n > kWideScanPairs
-                                       : entries_of(degrees_) > kWideOverlapEntries;
+  const CostScale scale = cost_scale();
+  return scale.measure > scale.wide;
 }
 
 bool GreedyContext::hopeless() const {
-  const double n = static_cast<double>(occupying_.size());
-  return generic_ == GreedyIndex::Scan && n * n > kHopelessScanPairs;
+  const CostScale scale = cost_scale();
+  return scale.measure > scale.hopeless;
 }
 
 const OrderKeys& GreedyContext::keys() {
@@ -139,6 +163,7 @@ const OrderKeys& GreedyContext::keys() {
     keys.length.push_back(length);
     keys.area.push_back(static_cast<double>(b.size) * static_cast<double>(length));
     keys.start.push_back(b.lower);
+    keys.end.push_back(b.upper);
   }
   const CrossSections sections = cross_sections(lifetimes_);
   const RangeMax busiest(sections.totals(keys.size));
@@ -153,12 +178,31 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
   span_.assign(occupying_.size(), {kUnplaced, kUnplaced});
   stop_ = {};
   if (index_for(order) == GreedyIndex::Sweep) {
-    if (!sweep_) sweep_.emplace(problem_, occupying_);
-    const RunEnd end = sweep_->run(fit, give_up_above, deadline, span_);
-    stop_ = sweep_->stop();
+    const bool backwards = order == GreedyOrder::End;
+    std::optional<SweepGreedy>& sweep = sweeps_[backwards ? 1 : 0];
+    if (!sweep) sweep.emplace(problem_, occupying_, backwards);
+    const RunEnd end = sweep->run(fit, give_up_above, deadline, span_);
+    stop_ = sweep->stop();
     return end;
   }
+  std::vector<int> free = order_of(order);
+  return run_in(free, fit, give_up_above, deadline);
+}
+
+std::vector<int> GreedyContext::order_of(GreedyOrder order) {
   (void)keys();
+  std::vector<int> free;  // the buffers a strategy decides
+  for (std::size_t v = 0; v < occupying_.size(); ++v) {
+    if (!problem_.buffers[occupying_[v]].fixed_offset) free.push_back(static_cast<int>(v));
+  }
+  sort_by(order, free);
+  return free;
+}
+
+RunEnd GreedyContext::run_in(std::span<const int> free, Fit fit, Bytes give_up_above,
+                             Clock::time_point deadline) {
+  span_.assign(occupying_.size(), {kUnplaced, kUnplaced});
+  stop_ = {};
   if (generic_ == GreedyIndex::Overlaps && !overlaps_) {
     overlaps_.emplace(lifetimes_, deadline);
     if (!overlaps_->complete()) {
@@ -167,17 +211,16 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
     }
   }
   if (generic_ == GreedyIndex::Scan) by_offset_.reset(occupying_.size());
-  std::vector<int> free;  // the buffers this strategy decides, in its order
+  if (generic_ == GreedyIndex::TimeTree) {
+    if (!tree_) tree_.emplace(lifetimes_);
+    tree_->reset();
+  }
   for (std::size_t v = 0; v < occupying_.size(); ++v) {
     const Buffer& b = problem_.buffers[occupying_[v]];
-    if (b.fixed_offset) {
-      settle(static_cast<int>(v), *b.fixed_offset);  // obstacles before anything else
-    } else {
-      free.push_back(static_cast<int>(v));
-    }
+    if (b.fixed_offset) settle(static_cast<int>(v), *b.fixed_offset);  // obstacles first
   }
-  sort_by(order, free);
   const bool timed = deadline != Clock::time_point::max();
+  const Clock::time_point started = Clock::now();
   for (std::size_t k = 0; k < free.size(); ++k) {
     const int v = free[k];
     const Bytes top = settle(v, place(v, fit));
@@ -185,16 +228,34 @@ RunEnd GreedyContext::run(GreedyOrder order, Fit fit, Bytes give_up_above,
       stop_ = {v, top};
       return RunEnd::GaveUp;
     }
-    if (timed && (k + 1) % kPlacementsPerClockRead == 0 && Clock::now() >= deadline) {
+    if (timed && (k + 1) % kPlacementsPerClockRead == 0 &&
+        out_of_time(started, deadline, k + 1, free.size())) {
       return RunEnd::OutOfTime;
     }
   }
   return RunEnd::Done;
 }
 
+// Past the deadline, or sure to pass it: once a sixteenth of the buffers is placed, a run whose
+// pace so far would end after the deadline stops, since its plan would be lost anyway. (Later
+// placements see more placed neighbours and cost more, so the pace only underestimates.)
+bool GreedyContext::out_of_time(Clock::time_point started, Clock::time_point deadline,
+                                std::size_t placed, std::size_t total) {
+  const Clock::time_point now = Clock::now();
+  if (now >= deadline) return true;
+  if (placed < total / kProjectAfterShare) return false;
+  const auto spent = std::chrono::duration<double>(now - started).count();
+  const double remaining = std::chrono::duration<double>(deadline - now).count();
+  return spent * static_cast<double>(total - placed) / static_cast<double>(placed) > remaining;
+}
+
 GreedyPlan GreedyContext::plan(GreedyOrder order, Fit fit) const {
+  return plan_named(fmt::format("greedy:{}/{}", to_string(order), to_string(fit)));
+}
+
+GreedyPlan GreedyContext::plan_named(std::string algorithm) const {
   GreedyPlan plan;
-  plan.algorithm = fmt::format("greedy:{}/{}", to_string(order), to_string(fit));
+  plan.algorithm = std::move(algorithm);
   plan.offsets.assign(problem_.buffers.size(), 0);
   for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
     plan.offsets[i] = problem_.buffers[i].fixed_offset.value_or(0);
@@ -244,6 +305,8 @@ void GreedyContext::sort_by(GreedyOrder order, std::vector<int>& free) const {
                      [](Time t) { return ~t; });  // ~t = -t - 1: reverses the order, never wraps
       return sort_descending(later_first, k.size);
     }
+    case GreedyOrder::End:
+      return sort_descending(k.end, k.size);
   }
 }
 
@@ -252,6 +315,7 @@ Bytes GreedyContext::settle(int v, Bytes offset) {
   const auto i = static_cast<std::size_t>(v);
   span_[i] = {offset, offset + problem_.buffers[occupying_[i]].size};
   if (generic_ == GreedyIndex::Scan) by_offset_.insert(v, lifetimes_[i], offset, span_[i].second);
+  if (generic_ == GreedyIndex::TimeTree) tree_->insert(v, offset, span_[i].second);
   return span_[i].second;
 }
 
@@ -262,6 +326,8 @@ Bytes GreedyContext::place(int v, Fit fit) {
   GapFit gap(b.size, b.alignment, fit);
   if (generic_ == GreedyIndex::Scan) {
     by_offset_.feed(gap, lifetimes_[i]);
+  } else if (generic_ == GreedyIndex::TimeTree) {
+    tree_->feed(gap, v);
   } else {
     place_by_overlaps(v, gap);
   }
@@ -317,6 +383,8 @@ std::string_view to_string(GreedyOrder order) noexcept {
       return "pressure";
     case GreedyOrder::Start:
       return "start";
+    case GreedyOrder::End:
+      return "end";
   }
   return "unknown";
 }

@@ -14,6 +14,7 @@
 #include "memplan/plan/exact.hpp"
 #include "memplan/plan/greedy.hpp"
 #include "memplan/plan/validator.hpp"
+#include "search_model.hpp"
 
 namespace memplan::plan {
 namespace {
@@ -26,6 +27,20 @@ Bytes within_ratio(Bytes bound, double ratio) {
   const long double slack = static_cast<long double>(bound) * static_cast<long double>(ratio);
   if (slack >= static_cast<long double>(Bytes{1} << 60)) return bound + (Bytes{1} << 60);
   return bound + static_cast<Bytes>(slack);
+}
+
+// The exact search's model (overlap lists, sections) is built before its first node and does
+// not watch the clock: about 20 ns an entry of wall time on the machine of docs/planner.md
+// (SOMAS pangu 2.6B: 33 M entries, 0.7 s under load). The search runs only when the build takes
+// at most half of the time left, so that it can neither overrun the budget nor leave no nodes.
+constexpr double kModelBuildSecondsPerEntry = 20e-9;
+
+bool model_fits_in(const Problem& problem, std::chrono::steady_clock::time_point deadline) {
+  const double left =
+      std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+  const double build =
+      static_cast<double>(detail::model_footprint(problem)) * kModelBuildSecondsPerEntry;
+  return build <= left / 2;
 }
 
 // start + budget, or the end of the clock's range for a budget that reaches past it (adding it
@@ -57,7 +72,8 @@ Solution plan(const Problem& problem, const PlanOptions& options) {
 
   Bytes proven_bound = solution.lower_bound;
   const bool gap = solution.arena_size > good_enough;
-  if (gap && options.exact && Clock::now() < deadline && exact_search_fits(problem)) {
+  if (gap && options.exact && Clock::now() < deadline && exact_search_fits(problem) &&
+      model_fits_in(problem, deadline)) {
     ExactResult exact = exact_search(problem, solution.offsets, solution.lower_bound, deadline);
     if (exact.improved) {
       solution.offsets = std::move(exact.offsets);

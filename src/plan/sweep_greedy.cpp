@@ -9,7 +9,8 @@
 
 namespace memplan::plan::detail {
 
-SweepGreedy::SweepGreedy(const Problem& problem, std::span<const std::size_t> occupying) {
+SweepGreedy::SweepGreedy(const Problem& problem, std::span<const std::size_t> occupying,
+                         bool backwards) {
   // The orders are sorted as packed keys, not through indices into the buffers: on a million
   // buffers that is the difference between streaming and a cache miss per comparison.
   shape_.reserve(occupying.size());
@@ -23,15 +24,19 @@ SweepGreedy::SweepGreedy(const Problem& problem, std::span<const std::size_t> oc
   for (std::size_t v = 0; v < occupying.size(); ++v) {
     const Buffer& b = problem.buffers[occupying[v]];
     const auto local = static_cast<int>(v);
-    shape_.push_back({b.lower, b.upper, b.size, b.alignment, b.fixed_offset.value_or(-1)});
+    // ~t = -t - 1 reverses the order of instants; [l, u) becomes [~u, ~l), one instant earlier
+    // than the exact mirror [-u, -l) throughout.
+    const Time lower = backwards ? ~b.upper : b.lower;
+    const Time upper = backwards ? ~b.lower : b.upper;
+    shape_.push_back({lower, upper, b.size, b.alignment, b.fixed_offset.value_or(-1)});
     bits |= static_cast<std::uint64_t>(b.size | b.alignment);
     if (b.fixed_offset) {
       bits |= static_cast<std::uint64_t>(*b.fixed_offset);
-      fixed_starts.emplace_back(b.lower, local);
+      fixed_starts.emplace_back(lower, local);
     } else {
-      starts.emplace_back(b.lower, -b.size, occupying[v], local);
+      starts.emplace_back(lower, -b.size, occupying[v], local);
     }
-    ends.emplace_back(b.upper, local);
+    ends.emplace_back(upper, local);
   }
   granule_ = bits == 0 ? 1 : Bytes{1} << std::countr_zero(bits);
   std::sort(starts.begin(), starts.end());  // by start, larger first, then problem order

@@ -5,7 +5,9 @@
 // obstacles"). So a sweep that frees buffers as they end and keeps the live ones in LiveSpans
 // finds each offset in O(log n), where the other indexes walk every placed neighbour. The plans
 // are the same as theirs for GreedyOrder::Start (the greedy tests check it), which makes this
-// the cheap strategy that always completes on wide live sets (greedy.cpp). Late obstacles cost
+// the cheap strategy that always completes on wide live sets (greedy.cpp). Swept backwards
+// (lifetime [l, u) read as [~u, ~l), which keeps every intersection and never overflows) it is
+// the end order's greedy, as cheap. Late obstacles cost
 // O(log n) each under first fit; under best fit a buffer that has any walks the live spans.
 #pragma once
 
@@ -36,8 +38,9 @@ class SweepGreedy {
   using Clock = std::chrono::steady_clock;
 
   // `occupying`: the buffers to place (problem indices, each occupying memory); local index v
-  // is position v in it.
-  SweepGreedy(const Problem& problem, std::span<const std::size_t> occupying);
+  // is position v in it. `backwards`: sweep from the last instant to the first, which places
+  // the buffers in the end order (latest end first) as the forward sweep does in start order.
+  SweepGreedy(const Problem& problem, std::span<const std::size_t> occupying, bool backwards);
 
   // Fills `span` (per local index: [offset, top)) for every buffer; fixed-offset ones keep
   // theirs. Stops when a top passes `give_up_above`, or at `deadline` (checked every few

@@ -11,6 +11,7 @@
 #include "memplan/error.hpp"
 #include "memplan/plan/lower_bound.hpp"
 #include "solver_cases.hpp"
+#include "trace_generators.hpp"
 
 namespace memplan::plan {
 namespace {
@@ -19,9 +20,9 @@ using testing::buf;
 using testing::expect_valid;
 using testing::fixed_buf;
 
-constexpr GreedyOrder kAllOrders[] = {GreedyOrder::Size,     GreedyOrder::Length,
-                                      GreedyOrder::Area,     GreedyOrder::Conflicts,
-                                      GreedyOrder::Pressure, GreedyOrder::Start};
+constexpr GreedyOrder kAllOrders[] = {
+    GreedyOrder::Size,     GreedyOrder::Length, GreedyOrder::Area, GreedyOrder::Conflicts,
+    GreedyOrder::Pressure, GreedyOrder::Start,  GreedyOrder::End};
 
 TEST(Greedy, EmptyProblemHasEmptyPlan) {
   const GreedyPlan plan = greedy_portfolio(Problem{}, 0);
@@ -47,24 +48,42 @@ TEST(Greedy, EveryOrderAndFitIsValidOnRandomProblems) {
   }
 }
 
-TEST(Greedy, OverlapsAndScanIndexesGiveIdenticalPlans) {
+TEST(Greedy, OverlapsScanAndTimeTreeIndexesGiveIdenticalPlans) {
   std::mt19937 random(23);
   for (int round = 0; round < 10; ++round) {
     Problem problem = testing::random_problem(random, 80, 30);
-    problem.buffers.push_back(fixed_buf(3, 20, 24, 64));  // an obstacle both must respect
+    problem.buffers.push_back(fixed_buf(3, 20, 24, 64));  // an obstacle all must respect
     for (const GreedyOrder order : kAllOrders) {
       for (const Fit fit : {Fit::Best, Fit::First}) {
         const GreedyPlan overlaps = greedy_plan(problem, order, fit, GreedyIndex::Overlaps);
         const GreedyPlan scan = greedy_plan(problem, order, fit, GreedyIndex::Scan);
+        const GreedyPlan tree = greedy_plan(problem, order, fit, GreedyIndex::TimeTree);
         SCOPED_TRACE(overlaps.algorithm);
         expect_valid(problem, scan.offsets);
         EXPECT_EQ(overlaps.offsets, scan.offsets);
+        EXPECT_EQ(tree.offsets, scan.offsets);
       }
     }
   }
 }
 
-TEST(Greedy, TheSweepGivesTheStartOrdersPlansOfTheOtherIndexes) {
+TEST(Greedy, TheTimeTreeGivesTheScansPlansOnGeneratedTraces) {
+  // Long-lived weights over thousands of short activations, and a compute graph's nested
+  // lifetimes: the unions of the tree's nodes merge many buffers into one range there.
+  for (const auto family : {traces::TraceFamily::Training, traces::TraceFamily::Graph}) {
+    const Problem problem = traces::generate(family, 1500, 7);
+    for (const GreedyOrder order : {GreedyOrder::Size, GreedyOrder::Pressure}) {
+      for (const Fit fit : {Fit::Best, Fit::First}) {
+        const GreedyPlan scan = greedy_plan(problem, order, fit, GreedyIndex::Scan);
+        const GreedyPlan tree = greedy_plan(problem, order, fit, GreedyIndex::TimeTree);
+        SCOPED_TRACE(fmt::format("{}: {}", traces::to_string(family), scan.algorithm));
+        EXPECT_EQ(tree.offsets, scan.offsets);
+      }
+    }
+  }
+}
+
+TEST(Greedy, TheSweepsGiveTheStartAndEndOrdersPlansOfTheOtherIndexes) {
   // Fixed buffers that start inside free buffers' lifetimes ("late obstacles") and mixed
   // alignments exercise every path of the sweep: live gaps, the top, and obstacles it must skip.
   std::mt19937 random(41);
@@ -78,18 +97,20 @@ TEST(Greedy, TheSweepGivesTheStartOrdersPlansOfTheOtherIndexes) {
                                           static_cast<Bytes>(random() % 12) * 16));
     }
     if (!find_fixed_offset_conflicts(problem, 1).empty()) continue;
-    for (const Fit fit : {Fit::Best, Fit::First}) {
-      const GreedyPlan sweep = greedy_plan(problem, GreedyOrder::Start, fit, GreedyIndex::Sweep);
-      const GreedyPlan scan = greedy_plan(problem, GreedyOrder::Start, fit, GreedyIndex::Scan);
-      SCOPED_TRACE(fmt::format("round {}: {}", round, sweep.algorithm));
-      expect_valid(problem, sweep.offsets);
-      EXPECT_EQ(sweep.offsets, scan.offsets);
-      EXPECT_EQ(sweep.arena_size, scan.arena_size);
+    for (const GreedyOrder order : {GreedyOrder::Start, GreedyOrder::End}) {
+      for (const Fit fit : {Fit::Best, Fit::First}) {
+        const GreedyPlan sweep = greedy_plan(problem, order, fit, GreedyIndex::Sweep);
+        const GreedyPlan scan = greedy_plan(problem, order, fit, GreedyIndex::Scan);
+        SCOPED_TRACE(fmt::format("round {}: {}", round, sweep.algorithm));
+        expect_valid(problem, sweep.offsets);
+        EXPECT_EQ(sweep.offsets, scan.offsets);
+        EXPECT_EQ(sweep.arena_size, scan.arena_size);
+      }
     }
   }
 }
 
-TEST(Greedy, TheSweepServesTheStartOrderOnly) {
+TEST(Greedy, TheSweepServesTheStartAndEndOrdersOnly) {
   const Problem problem{{buf(0, 4, 8)}};
   EXPECT_THROW((void)greedy_plan(problem, GreedyOrder::Size, Fit::Best, GreedyIndex::Sweep),
                InvalidArgument);
@@ -179,13 +200,16 @@ TEST(Greedy, LifetimesSpanningTheWholeTimeRangeAreOrderedWithoutOverflow) {
   const Time min = std::numeric_limits<Time>::min();
   const Time max = std::numeric_limits<Time>::max();
   const Problem problem{{buf(min, max, 8), buf(0, 10, 16)}};
-  for (const GreedyOrder order : {GreedyOrder::Length, GreedyOrder::Start, GreedyOrder::Area}) {
+  for (const GreedyOrder order :
+       {GreedyOrder::Length, GreedyOrder::Start, GreedyOrder::Area, GreedyOrder::End}) {
     const GreedyPlan plan = greedy_plan(problem, order, Fit::Best);
     SCOPED_TRACE(plan.algorithm);
     expect_valid(problem, plan.offsets);
     EXPECT_EQ(plan.offsets[0], 0);
     EXPECT_EQ(plan.offsets[1], 8);
   }
+  const GreedyPlan tree = greedy_plan(problem, GreedyOrder::Size, Fit::Best, GreedyIndex::TimeTree);
+  EXPECT_EQ(tree.offsets, greedy_plan(problem, GreedyOrder::Size, Fit::Best).offsets);
 }
 
 TEST(Greedy, AlignmentPaddingPastTheArenaLimitIsANamedError) {

@@ -5,8 +5,9 @@
 // leaves clean layers, crowded moments first protects the peak), so the portfolio runs them all
 // and stops as soon as one meets the lower bound (or a caller's "good enough"), or its deadline
 // passes. Each run costs O(E log d) over an interval graph (E overlapping pairs, d the largest
-// degree), or O(n²) on problems so dense that this is less (see GreedyIndex); the start order
-// runs as a sweep over time in O(n log n) however wide the live sets are.
+// degree), or O(n²) on problems so dense that this is less, or on large problems O(n log n)
+// times the fragments of the placed buffers' unions (see GreedyIndex); the start and end orders
+// run as a sweep over time in O(n log n) however wide the live sets are.
 //
 // Every function here checks each buffer as check_problem does (memplan::InvalidArgument), expects
 // fixed offsets that do not collide (check_problem checks that too), and keeps every buffer's top
@@ -30,6 +31,8 @@ enum class GreedyOrder {
   Conflicts,  // most overlapping buffers first, larger size breaks ties
   Pressure,   // busiest moment of its lifetime (live bytes) first, larger size breaks ties
   Start,      // allocation order (earliest start first), larger size breaks ties
+  End,        // release order backwards (latest end first), larger size breaks ties: the start
+              // order of the problem with time reversed
 };
 
 enum class Fit {
@@ -40,14 +43,19 @@ enum class Fit {
 // How a run finds the placed buffers alive with the next one. All give identical plans; they
 // differ in cost. Overlaps: O(E log d) per run plus building the overlap graph (E overlapping
 // pairs, d the largest degree). Scan: O(n²) per run, nothing to build; it wins on dense problems,
-// where most buffers overlap most others. Sweep: GreedyOrder::Start only, O(n log n) per run.
+// where most buffers overlap most others. TimeTree: O(n log n) per run times the fragments of
+// the unions it merges; it wins on large problems. Sweep: GreedyOrder::Start and End only,
+// O(n log n) per run.
 enum class GreedyIndex {
-  Auto,      // Sweep for the start order; else Scan when n² is small next to E log d (or the graph
-             // would pass 2^26 entries), else Graph
+  Auto,      // Sweep for the start and end orders; else TimeTree above 8,192 buffers, else Scan
+             // when n² is small next to E log d (or the graph would pass 2^26 entries), else Graph
   Overlaps,  // each buffer's placed neighbours from the overlap graph, sorted by offset
   Scan,      // one offset-ordered list of every placed buffer, filtered by lifetime
-  Sweep,     // the start order as a sweep over time, the live buffers' gaps indexed (any other
-             // order: memplan::InvalidArgument)
+  TimeTree,  // a segment tree over time whose nodes keep the union of the ranges placed under
+             // them: O(log n) unions a placement, where long-lived buffers stacked together are
+             // one range (problems whose long-lived buffers overlap most others)
+  Sweep,     // the start (end) order as a sweep forwards (backwards) over time, the live
+             // buffers' gaps indexed (any other order: memplan::InvalidArgument)
 };
 
 struct GreedyPlan {
@@ -64,8 +72,12 @@ struct GreedyPlan {
 // Every order × fit; the smallest arena wins (earlier strategies win ties). Stops as soon as a
 // plan's arena is no larger than `good_enough` (pass the lower bound), or at `deadline`, with
 // the best plan so far. The first strategy always runs to the end, whatever the deadline: the
-// size order with best fit, or on problems where a run of the other orders costs about half a
-// second or more (wide live sets, many overlaps) the start order's sweep with first fit.
+// size order with best fit; above 8,192 buffers the size order with first fit (time tree);
+// on problems where a run of the other orders costs about half a second or more (wide live
+// sets, many overlaps, above 32,768 buffers) the start order's sweep with first fit. On large
+// problems (above 8,192 buffers), squeaky-wheel rounds follow while the deadline allows: the
+// buffers that ended above `good_enough` go first in the winning strategy's sequence, which
+// runs again (algorithm "greedy:<order>/<fit>+squeaky<round>").
 [[nodiscard]] GreedyPlan greedy_portfolio(
     const Problem& problem, Bytes good_enough,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
