@@ -8,7 +8,8 @@
       `alloc` event, alive until its `free_completed` event (or to the end), time = the event's
       index. Tags come from the allocation's innermost Python frame outside torch
       ("model.py:42:forward"). Prints PyTorch's reserved peak over the same history (segment_alloc
-      and segment_free events), so `memplan plan TRACE` can be compared with it.
+      and segment_free events, from what was reserved when it began), so `memplan plan TRACE` can
+      be compared with it.
 
   torch_snapshot.py from-plan PLAN.csv|.json -o SNAPSHOT.pickle [--base ADDRESS]
       Writes a plan (a trace with offsets, from `memplan plan -o`) as a snapshot that PyTorch's
@@ -69,7 +70,15 @@ def snapshot_to_buffers(data, device, path):
             "torch.cuda.memory._record_memory_history() before the code you snapshot")
     live = {}  # address -> index in buffers
     buffers = []
-    reserved = peak_reserved = 0
+    # Reserved when the history began: the segments at the snapshot, less those the history made.
+    reserved = sum(seg.get("total_size", 0) for seg in data["segments"]
+                   if seg.get("device", device) == device)
+    for e in events:
+        if e.get("action") == "segment_alloc":
+            reserved -= e.get("size", 0)
+        elif e.get("action") == "segment_free":
+            reserved += e.get("size", 0)
+    reserved = peak_reserved = max(reserved, 0)
     time = 0
     for i, e in enumerate(events):
         action = e.get("action")
