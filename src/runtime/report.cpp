@@ -9,7 +9,7 @@
 
 namespace memplan {
 
-std::string_view break_reason_name(BreakReason reason) noexcept {
+std::string_view to_string(BreakReason reason) noexcept {
   switch (reason) {
     case BreakReason::UnknownAllocation:
       return "unknown allocation";
@@ -184,7 +184,7 @@ std::string Compiler::Impl::report() const {
     const BreakRecord& b = break_log[i];
     out +=
         fmt::format("  break: step {} '{}' event {} scope '{}': {}; expected {}; came {}\n", b.step,
-                    b.step_name, b.event, b.scope, break_reason_name(b.reason), b.expected, b.came);
+                    b.step_name, b.event, b.scope, to_string(b.reason), b.expected, b.came);
   }
   for (const auto& [p, r] : rogues.all()) {
     const auto name = tag_names.find(r.tag);

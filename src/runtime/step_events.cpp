@@ -157,7 +157,7 @@ void Compiler::Impl::handle_break(BreakReason reason, std::string came) {
                      .came = std::move(came)};
   logger().warn("break in step {} '{}' at event {} (scope '{}'): {}; expected {}, came {}",
                 record.step, record.step_name, record.event, record.scope,
-                break_reason_name(reason), record.expected, record.came);
+                to_string(reason), record.expected, record.came);
   constexpr std::size_t kMaxLoggedBreaks = 4096;  // the counters go on; the log stays bounded
   if (break_log.size() < kMaxLoggedBreaks) break_log.push_back(std::move(record));
 

@@ -188,7 +188,7 @@ struct PerturbedCounts {
     for (std::size_t r = 0; r < kBreakReasons; ++r) {
       if (seen_path_breaks_by_reason[r] == 0) continue;
       s << "; " << seen_path_breaks_by_reason[r] << ' '
-        << break_reason_name(static_cast<BreakReason>(r));
+        << to_string(static_cast<BreakReason>(r));
     }
     s << "), " << seen_path_memory_calls << " memory calls in seen-path steps that leak nothing ("
       << leaking_seen_path_memory_calls << " in those that leak), " << breaks << " breaks in all, "

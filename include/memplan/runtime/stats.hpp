@@ -18,7 +18,7 @@ enum class BreakReason : std::uint8_t {
 };
 inline constexpr std::size_t kBreakReasons = 3;
 // (A free is never a break: one the path has later is matched there, see frees_out_of_order.)
-[[nodiscard]] std::string_view break_reason_name(BreakReason reason) noexcept;
+[[nodiscard]] std::string_view to_string(BreakReason reason) noexcept;
 
 struct BreakRecord {
   std::uint64_t step = 0;  // step serial number (0-based, over all step names)
