@@ -156,8 +156,8 @@ void Compiler::Impl::handle_break(BreakReason reason, std::string came) {
                      .expected = describe_expected(),
                      .came = std::move(came)};
   logger().warn("break in step {} '{}' at event {} (scope '{}'): {}; expected {}, came {}",
-                record.step, record.step_name, record.event, record.scope,
-                to_string(reason), record.expected, record.came);
+                record.step, record.step_name, record.event, record.scope, to_string(reason),
+                record.expected, record.came);
   constexpr std::size_t kMaxLoggedBreaks = 4096;  // the counters go on; the log stays bounded
   if (break_log.size() < kMaxLoggedBreaks) break_log.push_back(std::move(record));
 

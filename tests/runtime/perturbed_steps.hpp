@@ -187,8 +187,7 @@ struct PerturbedCounts {
       << " of " << seen_path_steps << " seen-path steps";
     for (std::size_t r = 0; r < kBreakReasons; ++r) {
       if (seen_path_breaks_by_reason[r] == 0) continue;
-      s << "; " << seen_path_breaks_by_reason[r] << ' '
-        << to_string(static_cast<BreakReason>(r));
+      s << "; " << seen_path_breaks_by_reason[r] << ' ' << to_string(static_cast<BreakReason>(r));
     }
     s << "), " << seen_path_memory_calls << " memory calls in seen-path steps that leak nothing ("
       << leaking_seen_path_memory_calls << " in those that leak), " << breaks << " breaks in all, "
