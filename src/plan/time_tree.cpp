@@ -54,7 +54,9 @@ TimeTree::TimeTree(std::span<const Lifetime> lifetimes) {
 void TimeTree::collect(int v) {
   cover_.clear();
   above_.clear();
-  const auto [first, last] = leaf_range_[static_cast<std::size_t>(v)];
+  // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+  const std::size_t first = leaf_range_[static_cast<std::size_t>(v)].first;
+  const std::size_t last = leaf_range_[static_cast<std::size_t>(v)].second;
   for (std::size_t l = first + leaves_, r = last + leaves_; l < r; l /= 2, r /= 2) {
     if (l & 1) cover_.push_back(l++);
     if (r & 1) cover_.push_back(--r);
