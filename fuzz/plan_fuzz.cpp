@@ -27,6 +27,7 @@
 
 namespace {
 
+using memplan::Bytes;
 using memplan::Error;
 using namespace memplan::plan;
 using memplan::plan::testing::Wide;
