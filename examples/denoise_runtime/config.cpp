@@ -66,6 +66,7 @@ constexpr const char* kHelp =
   --rope-cache=paused|rogue rope table allocated inside a pause scope, or outside (a rogue)
   --modes=graphs,eager,async  allocation modes to run and compare (async is malloc on the CPU)
   --seed N --capture-after N --chunk-mib N --quiet (no per-step lines) --csv FILE
+  --draw DIR                one picture (HTML) per recorded branch of each memplan mode, in DIR
 )";
 
 }  // namespace
@@ -144,6 +145,8 @@ bool parse_args(int argc, char** argv, Config& c) {
       c.per_step = false;
     else if (name == "csv")
       c.csv = value;
+    else if (name == "draw")
+      c.draw = value;
     else
       throw InvalidArgument(fmt::format("unknown option --{} (see --help)", name));
   }

@@ -34,6 +34,7 @@ struct Config {
   std::size_t chunk_mib = 2;
   bool per_step = true;
   std::string csv;                      // per-step rows, when set
+  std::string draw;                     // a folder: one picture per recorded branch, when set
   std::set<std::string> preset_locked;  // shape options given on the command line
 
   [[nodiscard]] int hidden() const { return heads * head_dim; }

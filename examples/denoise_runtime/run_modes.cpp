@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <map>
 
 #include "memplan/capture/step_runner.hpp"
@@ -77,6 +79,24 @@ void run_passes(const Config& c, Platform& platform, Model& model, ModeResult& r
   r.latents = model.read_latents(passes.back());
 }
 
+// DIR/<mode>-<step>-branch<N>.html for every recorded branch: what each path's plan holds, and
+// what is live at its peak. The mode's name becomes a file name ("memplan+graphs" ->
+// "memplan-graphs").
+void draw_branches(const memplan::Compiler& compiler, const std::string& dir,
+                   const std::string& mode) {
+  std::filesystem::create_directories(dir);
+  std::string stem = mode;
+  std::replace_if(
+      stem.begin(), stem.end(), [](char ch) { return !std::isalnum(ch); }, '-');
+  for (const auto& [step, branches] : compiler.step_branches()) {
+    for (std::size_t b = 0; b < branches; ++b) {
+      memplan::write_branch_trace(
+          std::filesystem::path(dir) / fmt::format("{}-{}-branch{}.html", stem, step, b),
+          compiler.branch_trace(step, b));
+    }
+  }
+}
+
 ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& model) {
   ModeResult r;
   r.mode = mode;
@@ -123,6 +143,7 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
   r.graph_launches = runner.stats().graph_launches;
   r.invalidations = runner.stats().invalidations;
   r.report = compiler.report();
+  if (!c.draw.empty()) draw_branches(compiler, c.draw, r.name);
   platform.synchronize();
   return r;
 }

@@ -218,6 +218,18 @@ std::string Compiler::report() const {
   return check_ != nullptr ? impl_->report() + check_->summary() : impl_->report();
 }
 
+std::vector<std::pair<std::string, std::size_t>> Compiler::step_branches() const {
+  const std::lock_guard guard(impl_->lock);
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (const auto& [name, t] : impl_->trees) out.emplace_back(name, t->tree.branch_count());
+  return out;
+}
+
+BranchTrace Compiler::branch_trace(std::string_view step, std::size_t branch) const {
+  const std::lock_guard guard(impl_->lock);
+  return impl_->branch_trace(step, branch);
+}
+
 void Compiler::trim() {
   const std::lock_guard guard(impl_->lock);
   if (impl_->cursor.running()) throw InvalidState("trim: a step is running");

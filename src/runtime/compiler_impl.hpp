@@ -19,6 +19,7 @@
 
 #include "compiler_lock.hpp"
 #include "memplan/arena/persistent_pool.hpp"
+#include "memplan/runtime/branch_trace.hpp"
 #include "memplan/runtime/compiler.hpp"
 #include "memplan/tree/allocation_tree.hpp"
 #include "memplan/tree/branch_planner.hpp"
@@ -108,6 +109,7 @@ struct Compiler::Impl {
   [[nodiscard]] std::string scope_path() const;
   [[nodiscard]] Stats snapshot() const;
   [[nodiscard]] std::string report() const;
+  [[nodiscard]] BranchTrace branch_trace(std::string_view step, std::size_t branch) const;
   [[nodiscard]] std::string describe_memory() const;
   // An OutOfMemory naming the request that failed (an allocation, or begin_step's mapping), what
   // is mapped and what is live, with the cause's own message after it.

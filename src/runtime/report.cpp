@@ -146,6 +146,33 @@ void Compiler::Impl::rethrow_begin_step_failure(std::string_view name,
                   name, plans, describe_memory(), cause.what()));
 }
 
+namespace {
+
+// "attention.scores 1.00 GiB (62%), untagged 512 MiB (31%), 2 more tags 112 MiB (7%)".
+std::string describe_peak(const std::vector<TagShare>& shares) {
+  constexpr std::size_t kShown = 3;
+  std::string text;
+  Bytes rest = 0;
+  double rest_share = 0;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    if (i >= kShown) {
+      rest += shares[i].bytes;
+      rest_share += shares[i].share;
+      continue;
+    }
+    text += fmt::format("{}{} {} ({:.0f}%)", i == 0 ? "" : ", ",
+                        shares[i].tag.empty() ? "untagged" : shares[i].tag,
+                        human_bytes(shares[i].bytes), 100 * shares[i].share);
+  }
+  if (shares.size() > kShown) {
+    text += fmt::format(", {} more tags {} ({:.0f}%)", shares.size() - kShown, human_bytes(rest),
+                        100 * rest_share);
+  }
+  return shares.empty() ? "nothing live" : text;
+}
+
+}  // namespace
+
 std::string Compiler::Impl::report() const {
   const Stats s = snapshot();
   std::string out = fmt::format(
@@ -176,6 +203,7 @@ std::string Compiler::Impl::report() const {
       out += fmt::format("    branch {}: {} events, plan {} B, bound {} B, {}{}\n", b,
                          g->tree.node(br.end).depth, br.arena_bytes, br.lower_bound, br.algorithm,
                          br.proven_optimal ? " (optimal)" : "");
+      out += "      peak: " + describe_peak(peak_tags(branch_trace(name, b))) + "\n";
     }
   }
   constexpr std::size_t kShownBreaks = 8;

@@ -34,6 +34,7 @@
 
 #include "memplan/arena/backend.hpp"
 #include "memplan/error.hpp"
+#include "memplan/runtime/branch_trace.hpp"
 #include "memplan/runtime/check.hpp"
 #include "memplan/runtime/stats.hpp"
 #include "memplan/runtime/step_result.hpp"
@@ -168,6 +169,12 @@ class Compiler {
   [[nodiscard]] std::vector<BreakRecord> breaks() const;
   // A readable report: stats, branches per step, the last breaks, live rogues.
   [[nodiscard]] std::string report() const;
+
+  // The step names run so far, with how many branches each has recorded, by name.
+  [[nodiscard]] std::vector<std::pair<std::string, std::size_t>> step_branches() const;
+  // A recorded branch as a planner problem with its plan and tags (branch_trace.hpp), to export,
+  // re-plan or draw. Throws InvalidArgument for a step never run or a branch it does not have.
+  [[nodiscard]] BranchTrace branch_trace(std::string_view step, std::size_t branch) const;
 
   // Between steps: unmaps planned-arena memory above what the plans and live rogues need, and the
   // pool's free chunks at its top. Waits for the arena's user streams first.
