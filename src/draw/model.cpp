@@ -1,5 +1,4 @@
-// The picture's model: the plan checked, its extent, the peak instant found by one sweep over
-// lifetime ends (frees before allocations at the same instant: lifetimes are half-open), the
+// The picture's model: the plan checked, its extent, the peak instant (plan::find_peak), the
 // buffers live there, and a palette with one entry per tag (or per distinct id colour).
 #include "memplan/draw/model.hpp"
 
@@ -11,6 +10,7 @@
 #include <utility>
 
 #include "memplan/error.hpp"
+#include "memplan/plan/lower_bound.hpp"
 #include "memplan/plan/validator.hpp"
 
 namespace memplan::draw {
@@ -66,31 +66,6 @@ void check_plan(const plan::Problem& problem, std::span<const Bytes> offsets,
   }
 }
 
-// The first instant with the most bytes live, and those bytes.
-std::pair<plan::Time, Bytes> find_peak(const plan::Problem& problem,
-                                       std::span<const std::size_t> drawn) {
-  std::vector<std::pair<plan::Time, Bytes>> changes;
-  changes.reserve(2 * drawn.size());
-  for (const std::size_t i : drawn) {
-    const plan::Buffer& b = problem.buffers[i];
-    changes.emplace_back(b.lower, b.size);
-    changes.emplace_back(b.upper, -b.size);
-  }
-  std::sort(changes.begin(), changes.end());  // at one instant, frees (negative) first
-  plan::Time instant = changes.empty() ? 0 : changes.front().first;
-  Bytes live = 0, peak = 0;
-  for (std::size_t k = 0; k < changes.size(); ++k) {
-    live += changes[k].second;
-    const bool last_at_instant =
-        k + 1 == changes.size() || changes[k + 1].first != changes[k].first;
-    if (last_at_instant && live > peak) {
-      peak = live;
-      instant = changes[k].first;
-    }
-  }
-  return {instant, peak};
-}
-
 }  // namespace
 
 Rgb colour_for(std::string_view key) {
@@ -124,7 +99,9 @@ PictureModel build_model(const plan::Problem& problem, std::span<const Bytes> of
   model.arena_size = plan::arena_size(problem, offsets);
   model.top = std::max({model.arena_size, model.lower_bound, Bytes{1}});
 
-  std::tie(model.peak_instant, model.peak_bytes) = find_peak(problem, model.drawn);
+  const plan::Peak peak = plan::find_peak(problem);
+  model.peak_instant = peak.instant;
+  model.peak_bytes = peak.bytes;
   for (const std::size_t i : model.drawn) {
     const plan::Buffer& b = problem.buffers[i];
     if (b.lower <= model.peak_instant && model.peak_instant < b.upper) {
@@ -158,6 +135,15 @@ PictureModel build_model(const plan::Problem& problem, std::span<const Bytes> of
     }
   }
   return model;
+}
+
+LiveRest live_after(const PictureModel& model, std::size_t shown) {
+  LiveRest rest;
+  for (std::size_t k = shown; k < model.live_at_peak.size(); ++k) {
+    rest.bytes += model.live_at_peak[k].size;
+    rest.share += model.live_at_peak[k].share;
+  }
+  return rest;
 }
 
 }  // namespace memplan::draw

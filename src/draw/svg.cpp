@@ -129,14 +129,10 @@ void legend(std::string& out, const plan::Problem& problem, const PictureModel& 
     y += 6;
   }
   if (shown < model.live_at_peak.size()) {
-    Bytes rest = 0;
-    double share = 0;
-    for (std::size_t k = shown; k < model.live_at_peak.size(); ++k) {
-      rest += model.live_at_peak[k].size;
-      share += model.live_at_peak[k].share;
-    }
+    const LiveRest rest = live_after(model, shown);
     fmt::format_to(std::back_inserter(out), "<text x=\"18\" y=\"{:.0f}\">{} more: {} · {}</text>\n",
-                   y, model.live_at_peak.size() - shown, human_bytes(rest), detail::percent(share));
+                   y, model.live_at_peak.size() - shown, human_bytes(rest.bytes),
+                   detail::percent(rest.share));
   }
   out += "</g>\n";
 }

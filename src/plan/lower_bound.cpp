@@ -30,7 +30,7 @@ namespace {
 
 }  // namespace
 
-Bytes peak_live_bytes(const Problem& problem) {
+Peak find_peak(const Problem& problem) {
   // (instant, +size at a start / -size at an end)
   std::vector<std::pair<Time, Bytes>> deltas;
   deltas.reserve(2 * problem.buffers.size());
@@ -41,7 +41,7 @@ Bytes peak_live_bytes(const Problem& problem) {
   }
   std::sort(deltas.begin(), deltas.end());  // negative deltas first at equal instants
   Bytes live = 0;
-  Bytes peak = 0;
+  Peak peak;
   std::int64_t alive = 0;
   for (const auto& [when, delta] : deltas) {
     alive += delta > 0 ? 1 : -1;
@@ -49,10 +49,12 @@ Bytes peak_live_bytes(const Problem& problem) {
     const std::optional<Bytes> next = detail::checked_add(live, delta);
     if (!next || *next > kMaxArenaBytes) too_many_bytes(when, alive, next);
     live = *next;
-    peak = std::max(peak, live);
+    if (live > peak.bytes) peak = {when, live};
   }
   return peak;
 }
+
+Bytes peak_live_bytes(const Problem& problem) { return find_peak(problem).bytes; }
 
 Bytes lower_bound(const Problem& problem) {
   Bytes bound = peak_live_bytes(problem);

@@ -10,35 +10,15 @@
 #include "compiler_impl.hpp"
 #include "memplan/draw/picture.hpp"
 #include "memplan/plan/csv.hpp"
+#include "memplan/plan/lower_bound.hpp"
 #include "memplan/tree/branch_planner.hpp"
 
 namespace memplan {
 
 std::vector<TagShare> peak_tags(const BranchTrace& trace) {
   const std::vector<plan::Buffer>& buffers = trace.problem.buffers;
-  struct Event {
-    plan::Time time;
-    Bytes delta;
-  };
-  std::vector<Event> events;
-  for (const plan::Buffer& b : buffers) {
-    if (!b.occupies()) continue;
-    events.push_back({b.lower, b.size});
-    events.push_back({b.upper, -b.size});
-  }
-  // Frees first at an instant: a buffer alive on [lower, upper) is gone at upper.
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    return a.time != b.time ? a.time < b.time : a.delta < b.delta;
-  });
-  Bytes live = 0, peak = 0;
-  plan::Time peak_time = 0;
-  for (const Event& e : events) {
-    live += e.delta;
-    if (live > peak) {
-      peak = live;
-      peak_time = e.time;
-    }
-  }
+  const plan::Peak peak = plan::find_peak(trace.problem);
+  const plan::Time peak_time = peak.instant;
   std::map<std::string, Bytes> by_tag;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     const plan::Buffer& b = buffers[i];
@@ -48,7 +28,7 @@ std::vector<TagShare> peak_tags(const BranchTrace& trace) {
   }
   std::vector<TagShare> shares;
   for (const auto& [tag, bytes] : by_tag) {
-    shares.push_back({tag, bytes, static_cast<double>(bytes) / static_cast<double>(peak)});
+    shares.push_back({tag, bytes, static_cast<double>(bytes) / static_cast<double>(peak.bytes)});
   }
   std::sort(shares.begin(), shares.end(), [](const TagShare& a, const TagShare& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.tag < b.tag;

@@ -23,16 +23,10 @@ void add_convert_command(CLI::App& app, int& exit_code) {
       "tools/torch_snapshot.py.");
   convert->add_option("input", args->in, "the trace to read (.csv or .json)")->required();
   convert->add_option("-o,--out", args->out, "the file to write (.csv or .json)")->required();
-  convert->callback([args, &exit_code] {
-    try {
-      const plan::CsvProblem trace = read_trace(args->in);
-      write_trace(args->out, trace.problem, trace.offsets, trace.tags);
-      exit_code = kExitOk;
-    } catch (const Error& e) {
-      fmt::print(stderr, "memplan convert: {}\n", e.what());
-      exit_code = kExitError;
-    }
-  });
+  convert->callback(reporting_errors("convert", exit_code, [args] {
+    const plan::CsvProblem trace = read_trace(args->in);
+    write_trace(args->out, trace.problem, trace.offsets, trace.tags);
+  }));
 }
 
 }  // namespace memplan::tool

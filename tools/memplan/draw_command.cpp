@@ -72,15 +72,7 @@ void add_draw_command(CLI::App& app, int& exit_code) {
   draw->add_flag("--replan", args->replan,
                  "plan the trace even when it has offsets (published suites carry another "
                  "planner's solution in their offset column)");
-  draw->callback([args, &exit_code] {
-    try {
-      run_draw(*args);
-      exit_code = kExitOk;
-    } catch (const Error& e) {
-      fmt::print(stderr, "memplan draw: {}\n", e.what());
-      exit_code = kExitError;
-    }
-  });
+  draw->callback(reporting_errors("draw", exit_code, [args] { run_draw(*args); }));
 }
 
 }  // namespace memplan::tool

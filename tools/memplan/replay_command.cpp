@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "memplan/arena/host_backend.hpp"
 #include "memplan/error.hpp"
+#include "memplan/plan/lower_bound.hpp"
 #include "memplan/runtime/compiler.hpp"
 #include "memplan/types.hpp"
 #include "progress.hpp"
@@ -53,17 +54,6 @@ std::vector<Event> events_of(const plan::Problem& problem) {
   return events;
 }
 
-// Bytes alive at the busiest instant: no allocator can do with less, so it sizes the reserve.
-Bytes peak_live_bytes(const plan::Problem& problem, const std::vector<Event>& events) {
-  Bytes live = 0, peak = 0;
-  for (const Event& e : events) {
-    const Bytes size = problem.buffers[e.buffer].size;
-    live += e.alloc ? size : -size;
-    peak = std::max(peak, live);
-  }
-  return peak;
-}
-
 struct StepRow {
   int step = 0;
   bool replayed = false;
@@ -72,11 +62,12 @@ struct StepRow {
   std::uint64_t mapped = 0;
 };
 
-int run_replay(const ReplayArgs& args) {
+void run_replay(const ReplayArgs& args) {
   const plan::CsvProblem trace = read_trace(args.file);
   const plan::Problem& problem = trace.problem;
   const std::vector<Event> events = events_of(problem);
-  const auto peak = static_cast<std::uint64_t>(peak_live_bytes(problem, events));
+  // Bytes alive at the busiest instant: no allocator can do with less, so it sizes the reserve.
+  const auto peak = static_cast<std::uint64_t>(plan::peak_live_bytes(problem));
   // Recording places buffers best fit, which can need more than the peak; 4x and 1 GiB spare
   // are addresses only (nothing is mapped until used).
   const std::uint64_t reserve =
@@ -140,7 +131,7 @@ int run_replay(const ReplayArgs& args) {
     out["breaks"] = stats.breaks;
     out["memory_calls_in_replayed_steps"] = replayed_calls;
     fmt::print("{}\n", out.dump());
-    return kExitOk;
+    return;
   }
   fmt::print("{:>5}  {:<9} {:>7} {:>13} {:>11}\n", "step", "path", "breaks", "memory calls",
              "mapped");
@@ -159,7 +150,6 @@ int run_replay(const ReplayArgs& args) {
                                          static_cast<double>(stats.lower_bound_bytes),
       human_bytes(static_cast<Bytes>(peak)), human_bytes(static_cast<Bytes>(stats.mapped_bytes)),
       stats.breaks, replayed_calls);
-  return kExitOk;
 }
 
 }  // namespace
@@ -184,14 +174,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   replay->add_flag("--json", args->json, "one JSON object with exact bytes");
-  replay->callback([args, &exit_code] {
-    try {
-      exit_code = run_replay(*args);
-    } catch (const Error& e) {
-      fmt::print(stderr, "memplan replay: {}\n", e.what());
-      exit_code = kExitError;
-    }
-  });
+  replay->callback(reporting_errors("replay", exit_code, [args] { run_replay(*args); }));
 }
 
 }  // namespace memplan::tool

@@ -42,7 +42,7 @@ struct PictureModel {
   Bytes top = 1;                // the address axis runs over [0, top): max(arena, lower bound, 1)
   Bytes lower_bound = -1;       // from the options; < 0 when not drawn
   plan::Time peak_instant = 0;  // the first instant with the most bytes live
-  Bytes peak_bytes = 0;         // bytes live then (plan::peak_live_bytes)
+  Bytes peak_bytes = 0;         // bytes live then (plan::find_peak)
   std::vector<LiveBuffer> live_at_peak;   // largest first (then by index); shares sum to 1
   std::vector<std::size_t> drawn;         // the buffers that occupy memory, in problem order
   std::vector<Rgb> palette;               // distinct colours
@@ -53,6 +53,13 @@ struct PictureModel {
 // Validates the plan (see picture.hpp for what throws) and computes the model.
 [[nodiscard]] PictureModel build_model(const plan::Problem& problem, std::span<const Bytes> offsets,
                                        const DrawOptions& options);
+
+// The legend's last row: the buffers live at the peak from the `shown`-th on, summed.
+struct LiveRest {
+  Bytes bytes = 0;
+  double share = 0;
+};
+[[nodiscard]] LiveRest live_after(const PictureModel& model, std::size_t shown);
 
 // The plot area in pixels and the linear maps from time and address into it (address 0 at the
 // bottom, top at y = 0).

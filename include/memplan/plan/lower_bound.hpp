@@ -10,7 +10,15 @@ namespace memplan::plan {
 
 [[nodiscard]] Bytes lower_bound(const Problem& problem);
 
-// Total bytes alive at the busiest instant (the sweep alone, ignoring fixed offsets).
+// The busiest instant: the first instant with the most bytes alive, and those bytes (the sweep
+// alone, ignoring fixed offsets); instant 0 and 0 bytes when no buffer occupies memory.
+struct Peak {
+  Time instant = 0;
+  Bytes bytes = 0;
+};
+[[nodiscard]] Peak find_peak(const Problem& problem);
+
+// Total bytes alive at the busiest instant: find_peak(problem).bytes.
 [[nodiscard]] Bytes peak_live_bytes(const Problem& problem);
 
 }  // namespace memplan::plan
