@@ -86,7 +86,7 @@ Stats Compiler::Impl::snapshot() const {
   s.reserved_bytes = arena.raw().reserved_bytes();
   const arena::PoolStats pool_stats = pool.stats();
   s.pool_mapped_bytes = pool_stats.mapped_bytes;
-  s.pool_allocated_bytes = pool_stats.allocated_bytes;
+  s.pool_live_bytes = pool_stats.allocated_bytes;
   s.backend_calls = backend.calls();
   return s;
 }
@@ -193,7 +193,7 @@ std::string Compiler::Impl::report() const {
       s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues,
       s.live_rogue_bytes, s.learned_rogue_sites, s.forgotten_rogue_sites, s.window_moves,
       s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes, s.reserved_bytes,
-      s.pool_allocated_bytes, s.pool_mapped_bytes, s.backend_calls.memory_calls(),
+      s.pool_live_bytes, s.pool_mapped_bytes, s.backend_calls.memory_calls(),
       s.backend_calls.total());
   for (const auto& [name, g] : trees) {
     out += fmt::format("  step '{}': {} runs, {} branches, {} events in the tree\n", name, g->steps,

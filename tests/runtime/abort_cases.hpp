@@ -42,7 +42,7 @@ MemoryLevel memory_level(H& h) {
   const Stats s = h.compiler().stats();
   MemoryLevel m{.mapped = s.mapped_bytes,
                 .pool_mapped = s.pool_mapped_bytes,
-                .pool_allocated = s.pool_allocated_bytes,
+                .pool_allocated = s.pool_live_bytes,
                 .live_rogues = s.live_rogues,
                 .live_rogue_bytes = s.live_rogue_bytes,
                 .chunks_held = s.backend_calls[arena::Call::CreateChunk] -
@@ -184,7 +184,7 @@ void check_abort(const AbortScenario& scenario, std::size_t event, bool in_pause
     // (paused, or at learned sites) stayed in the pool. Nothing else was added, nothing lost.
     const Stats at_abort = h.compiler().stats();
     EXPECT_EQ((at_abort.live_rogue_bytes - stats_before.live_rogue_bytes) +
-                  (at_abort.pool_allocated_bytes - stats_before.pool_allocated_bytes),
+                  (at_abort.pool_live_bytes - stats_before.pool_live_bytes),
               owners.live_bytes());
     EXPECT_EQ(at_abort.learned_rogue_sites, stats_before.learned_rogue_sites);
     h.expect_all_intact();

@@ -63,9 +63,9 @@ TEST(Alignment, DefaultAlignment4096ServesPausedOutOfStepAndStepAllocations) {
   EXPECT_EQ(st.replayed_allocations, 9u * 3u);
   EXPECT_EQ(st.paused_allocations, 1u + 10u * 3u);  // weights; per step two paused, one loader
   EXPECT_EQ((h.backend().calls() - after_recording).total(), 0u);
-  EXPECT_EQ(st.pool_allocated_bytes, 1024u);  // the weights
+  EXPECT_EQ(st.pool_live_bytes, 1024u);  // the weights
   c.deallocate(weights);
-  EXPECT_EQ(c.stats().pool_allocated_bytes, 0u);
+  EXPECT_EQ(c.stats().pool_live_bytes, 0u);
 }
 
 TEST(Alignment, ExplicitAlignmentsInsideAPauseAndOutsideSteps) {
@@ -103,7 +103,7 @@ TEST(Alignment, ExplicitAlignmentsInsideAPauseAndOutsideSteps) {
   EXPECT_EQ(st.steps_replayed, 1u);
   EXPECT_EQ(st.breaks, 0u);
   EXPECT_EQ(st.paused_allocations, 1u + 2u * 2u);
-  EXPECT_EQ(st.pool_allocated_bytes, 0u);
+  EXPECT_EQ(st.pool_live_bytes, 0u);
 }
 
 }  // namespace

@@ -194,7 +194,7 @@ TEST(Threads, TwoCompilersOnASharedLimitStayExactUnderStepsAndPoolTraffic) {
     EXPECT_EQ(st.breaks, 0u);
     EXPECT_EQ(st.rogues, 0u);
     EXPECT_EQ(st.paused_allocations, static_cast<std::uint64_t>(lane.pool_allocations + kSteps));
-    EXPECT_EQ(st.pool_allocated_bytes, 0u);
+    EXPECT_EQ(st.pool_live_bytes, 0u);
     mapped += st.mapped_bytes + st.pool_mapped_bytes;
   }
   EXPECT_EQ(limited.used_bytes(), mapped);  // the limit counts exactly what is mapped

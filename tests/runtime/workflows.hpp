@@ -17,7 +17,7 @@ struct Flat {
 template <class H>
 Flat flat(H& h) {
   const Stats s = h.compiler().stats();
-  return {s.breaks, s.rogues, s.mapped_bytes, s.pool_allocated_bytes, s.pool_mapped_bytes};
+  return {s.breaks, s.rogues, s.mapped_bytes, s.pool_live_bytes, s.pool_mapped_bytes};
 }
 
 // The diffusion workflow of the field report: sparse attention from step 5 builds a padded

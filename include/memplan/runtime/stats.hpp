@@ -58,7 +58,7 @@ struct Stats {
   std::uint64_t mapped_bytes = 0;        // physical memory mapped for planned buffers
   std::uint64_t reserved_bytes = 0;      // virtual addresses reserved for them
   std::uint64_t pool_mapped_bytes = 0;   // the persistent pool's physical memory
-  std::uint64_t pool_allocated_bytes = 0;
+  std::uint64_t pool_live_bytes = 0;
 
   arena::CallCounts backend_calls;  // every call the physical backend made
 };
