@@ -87,63 +87,112 @@ Stats Compiler::Impl::snapshot() const {
   const arena::PoolStats pool_stats = pool.stats();
   s.pool_mapped_bytes = pool_stats.mapped_bytes;
   s.pool_live_bytes = pool_stats.allocated_bytes;
+  s.arena_live_bytes = live_bytes.step_bytes() + stats.live_rogue_bytes;
+  s.arena_peak_live_bytes = live_bytes.arena_peak();
+  s.pool_peak_live_bytes = live_bytes.pool_peak();
+  s.peak_live_rogue_bytes = live_bytes.rogue_peak();
+  s.live_bytes = s.arena_live_bytes + s.pool_live_bytes;
+  s.peak_live_bytes = live_bytes.total_peak();
+  s.peak_mapped_bytes = budget.peak_used_bytes();
+  s.memory_budget_bytes = options.memory_budget_bytes;
   s.backend_calls = backend.calls();
   return s;
 }
 
 // What is mapped and what is live when memory ran out: the running step's arena buffers (its
-// learned-site buffers are in the pool), the rogues and the pool. An error path: walks are fine.
+// learned-site buffers are in the pool), the rogues and the pool, then the largest live buffers
+// with their tags, which say what holds the memory. An error path: walks are fine.
 std::string Compiler::Impl::describe_memory() const {
-  std::size_t step_buffers = 0;
-  Bytes step_bytes = 0;
+  struct LiveBuffer {
+    Bytes size;
+    std::uint64_t tag;
+    std::string_view kind;
+  };
+  std::vector<LiveBuffer> buffers;
+  const tree::AllocationTree* g = cursor.running() ? &cursor.tree() : nullptr;
   if (cursor.running() && cursor.replaying()) {
-    const tree::AllocationTree& g = cursor.tree();
-    for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
-      const tree::Node& node = g.node(n);
+    for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g->node(n).parent) {
+      const tree::Node& node = g->node(n);
       if (node.kind != tree::EventKind::Alloc || node.persistent || cursor.live(n) == nullptr) {
         continue;
       }
-      ++step_buffers;
-      step_bytes += node.key.size;
+      buffers.push_back({node.key.size, node.key.tag, "step"});
     }
   } else if (cursor.running()) {
     for (const auto& [p, instance] : recording.live()) {
-      ++step_buffers;
-      step_bytes += instance.size;
+      const std::uint64_t tag = instance.node == tree::kNoNode ? 0 : g->node(instance.node).key.tag;
+      buffers.push_back({instance.size, tag, "step"});
     }
   }
-  return fmt::format(
-      "mapped: {} B in the planned arena, {} B in the pool; live: {} B in {} buffer(s) of the "
-      "step, {} B in {} rogue(s), {} B allocated in the pool",
-      arena.raw().mapped_bytes(), pool.arena().mapped_bytes(), step_bytes, step_buffers,
-      stats.live_rogue_bytes, stats.live_rogues, pool.stats().allocated_bytes);
+  Bytes step_bytes = 0;
+  for (const LiveBuffer& b : buffers) step_bytes += b.size;
+  const std::size_t step_buffers = buffers.size();
+  for (const auto& [p, r] : rogues.all()) buffers.push_back({r.size, r.tag, "rogue"});
+  std::string text = fmt::format(
+      "mapped: {} in the planned arena, {} in the pool; live: {} in {} buffer(s) of the step, "
+      "{} in {} rogue(s), {} allocated in the pool",
+      human_bytes(to_bytes(arena.raw().mapped_bytes())),
+      human_bytes(to_bytes(pool.arena().mapped_bytes())), human_bytes(step_bytes), step_buffers,
+      human_bytes(to_bytes(stats.live_rogue_bytes)), stats.live_rogues,
+      human_bytes(to_bytes(pool.allocated_bytes())));
+  if (buffers.empty()) return text;
+  std::stable_sort(buffers.begin(), buffers.end(),
+                   [](const LiveBuffer& a, const LiveBuffer& b) { return a.size > b.size; });
+  constexpr std::size_t kShown = 8;
+  text += "; largest live:";
+  for (std::size_t i = 0; i < std::min(kShown, buffers.size()); ++i) {
+    const auto name = tag_names.find(buffers[i].tag);
+    text += fmt::format("{} {} {} ({})", i == 0 ? "" : ",",
+                        name == tag_names.end() ? std::string_view("untagged") : name->second,
+                        human_bytes(buffers[i].size), buffers[i].kind);
+  }
+  if (buffers.size() > kShown) text += fmt::format(", {} more", buffers.size() - kShown);
+  return text;
+}
+
+// A failure the budget caused (the budget refused a chunk since the last failure) becomes
+// BudgetExceeded, naming the budget; any other stays OutOfMemory. Both carry the request, the
+// memory and the cause.
+[[noreturn]] void Compiler::Impl::throw_out_of_memory(std::string_view request,
+                                                      const OutOfMemory& cause) const {
+  const std::uint64_t refusals = budget.refusals();
+  const bool by_budget = options.memory_budget_bytes != 0 && refusals != budget_refusals_seen;
+  budget_refusals_seen = refusals;
+  if (by_budget) {
+    throw BudgetExceeded(fmt::format(
+        "{}: over the memory budget of {} (CompilerOptions::memory_budget_bytes; {} mapped "
+        "now); {}. Cause: {}",
+        request, human_bytes(to_bytes(options.memory_budget_bytes)),
+        human_bytes(to_bytes(budget.used_bytes())), describe_memory(), cause.what()));
+  }
+  throw OutOfMemory(
+      fmt::format("{}: out of memory; {}. Cause: {}", request, describe_memory(), cause.what()));
 }
 
 void Compiler::Impl::rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const {
   std::string request;
+  const std::string size = human_bytes(to_bytes(bytes));
   if (!cursor.running()) {
-    request = fmt::format("allocate {} B in the persistent pool (outside steps)", bytes);
+    request = fmt::format("allocate {} in the persistent pool (outside steps)", size);
   } else if (pause_depth > 0 || !cursor.on_step_thread()) {
-    request = fmt::format("allocate {} B in the persistent pool ({}, in step '{}' at event {})",
-                          bytes, pause_depth > 0 ? "inside a pause" : "from another thread",
+    request = fmt::format("allocate {} in the persistent pool ({}, in step '{}' at event {})", size,
+                          pause_depth > 0 ? "inside a pause" : "from another thread",
                           cursor.step().name, cursor.events());
   } else {
     constexpr std::array<std::string_view, 3> kModes{"replaying", "recording",
                                                      "dynamic, past the branch cap"};
-    request = fmt::format("allocate {} B in step '{}' at event {} ({})", bytes, cursor.step().name,
+    request = fmt::format("allocate {} in step '{}' at event {} ({})", size, cursor.step().name,
                           cursor.events(), kModes[static_cast<std::size_t>(cursor.mode())]);
   }
-  throw OutOfMemory(
-      fmt::format("{}: out of memory; {}. Cause: {}", request, describe_memory(), cause.what()));
+  throw_out_of_memory(request, cause);
 }
 
 void Compiler::Impl::rethrow_begin_step_failure(std::string_view name,
                                                 const OutOfMemory& cause) const {
   const auto it = trees.find(name);
   const Bytes plans = it == trees.end() ? 0 : it->second->tree.arena_bytes();
-  throw OutOfMemory(
-      fmt::format("begin_step '{}': mapping the {} B of its plans: out of memory; {}. Cause: {}",
-                  name, plans, describe_memory(), cause.what()));
+  throw_out_of_memory(
+      fmt::format("begin_step '{}': mapping the {} of its plans", name, human_bytes(plans)), cause);
 }
 
 namespace {
@@ -195,6 +244,23 @@ std::string Compiler::Impl::report() const {
       s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes, s.reserved_bytes,
       s.pool_live_bytes, s.pool_mapped_bytes, s.backend_calls.memory_calls(),
       s.backend_calls.total());
+  out += fmt::format(
+      "  live: {} now ({} arena, {} pool); peak {} ({} arena, {} pool, {} rogues at most)\n"
+      "  mapped: {} now, {} at most\n",
+      human_bytes(to_bytes(s.live_bytes)), human_bytes(to_bytes(s.arena_live_bytes)),
+      human_bytes(to_bytes(s.pool_live_bytes)), human_bytes(to_bytes(s.peak_live_bytes)),
+      human_bytes(to_bytes(s.arena_peak_live_bytes)), human_bytes(to_bytes(s.pool_peak_live_bytes)),
+      human_bytes(to_bytes(s.peak_live_rogue_bytes)),
+      human_bytes(to_bytes(s.mapped_bytes + s.pool_mapped_bytes)),
+      human_bytes(to_bytes(s.peak_mapped_bytes)));
+  if (s.memory_budget_bytes != 0) {
+    out +=
+        fmt::format("  budget: {}; headroom {} now, {} at the peak\n",
+                    human_bytes(to_bytes(s.memory_budget_bytes)),
+                    human_bytes(to_bytes(s.memory_budget_bytes) -
+                                to_bytes(s.mapped_bytes + s.pool_mapped_bytes)),
+                    human_bytes(to_bytes(s.memory_budget_bytes) - to_bytes(s.peak_mapped_bytes)));
+  }
   for (const auto& [name, g] : trees) {
     out += fmt::format("  step '{}': {} runs, {} branches, {} events in the tree\n", name, g->steps,
                        g->tree.branch_count(), g->tree.node_count() - 1);

@@ -88,6 +88,14 @@ std::string to_json(const Stats& s) {
     o.field("reserved_bytes", s.reserved_bytes);
     o.field("pool_mapped_bytes", s.pool_mapped_bytes);
     o.field("pool_live_bytes", s.pool_live_bytes);
+    o.field("arena_live_bytes", s.arena_live_bytes);
+    o.field("arena_peak_live_bytes", s.arena_peak_live_bytes);
+    o.field("pool_peak_live_bytes", s.pool_peak_live_bytes);
+    o.field("peak_live_rogue_bytes", s.peak_live_rogue_bytes);
+    o.field("live_bytes", s.live_bytes);
+    o.field("peak_live_bytes", s.peak_live_bytes);
+    o.field("peak_mapped_bytes", s.peak_mapped_bytes);
+    o.field("memory_budget_bytes", s.memory_budget_bytes);
     o.key("backend_calls");
     {
       ObjectWriter calls(out);
