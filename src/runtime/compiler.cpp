@@ -221,6 +221,11 @@ std::string Compiler::report() const {
   return check_ != nullptr ? impl_->report() + check_->summary() : impl_->report();
 }
 
+std::string Compiler::report_json() const {
+  const std::lock_guard guard(impl_->lock);
+  return impl_->report_json();
+}
+
 std::vector<std::pair<std::string, std::size_t>> Compiler::step_branches() const {
   const std::lock_guard guard(impl_->lock);
   std::vector<std::pair<std::string, std::size_t>> out;

@@ -114,6 +114,7 @@ struct Compiler::Impl {
   [[nodiscard]] std::string scope_path() const;
   [[nodiscard]] Stats snapshot() const;
   [[nodiscard]] std::string report() const;
+  [[nodiscard]] std::string report_json() const;  // report_json.cpp
   [[nodiscard]] BranchTrace branch_trace(std::string_view step, std::size_t branch) const;
   [[nodiscard]] std::string describe_memory() const;
   // An OutOfMemory naming the request that failed (an allocation, or begin_step's mapping), what

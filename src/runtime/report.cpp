@@ -224,6 +224,7 @@ std::string describe_peak(const std::vector<TagShare>& shares) {
 
 std::string Compiler::Impl::report() const {
   const Stats s = snapshot();
+  const auto human = [](std::uint64_t bytes) { return human_bytes(to_bytes(bytes)); };
   std::string out = fmt::format(
       "memplan compiler report\n"
       "  steps: {} recorded, {} replayed, {} aborted, {} dynamic\n"
@@ -231,19 +232,19 @@ std::string Compiler::Impl::report() const {
       "  branches: {}\n"
       "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites; {} frees "
       "out of order\n"
-      "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned ({} forgotten); plans moved "
+      "  rogues: {} ({}) found, {} ({}) live, {} sites learned ({} forgotten); plans moved "
       "clear of them {} times\n"
-      "  planned peak: {} B (lower bound {} B)\n"
-      "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
+      "  planned peak: {} (lower bound {})\n"
+      "  arena: {} mapped of {} reserved; pool: {} allocated, {} mapped\n"
       "  backend calls: {} memory calls, {} in all\n",
       s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.breaks,
       s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2], s.branches,
       s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
-      s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues,
-      s.live_rogue_bytes, s.learned_rogue_sites, s.forgotten_rogue_sites, s.window_moves,
-      s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes, s.reserved_bytes,
-      s.pool_live_bytes, s.pool_mapped_bytes, s.backend_calls.memory_calls(),
-      s.backend_calls.total());
+      s.learned_site_allocations, s.frees_out_of_order, s.rogues, human(s.rogue_bytes),
+      s.live_rogues, human(s.live_rogue_bytes), s.learned_rogue_sites, s.forgotten_rogue_sites,
+      s.window_moves, human(s.planned_peak_bytes), human(s.lower_bound_bytes),
+      human(s.mapped_bytes), human(s.reserved_bytes), human(s.pool_live_bytes),
+      human(s.pool_mapped_bytes), s.backend_calls.memory_calls(), s.backend_calls.total());
   out += fmt::format(
       "  live: {} now ({} arena, {} pool); peak {} ({} arena, {} pool, {} rogues at most)\n"
       "  mapped: {} now, {} at most\n",
@@ -266,9 +267,10 @@ std::string Compiler::Impl::report() const {
                        g->tree.branch_count(), g->tree.node_count() - 1);
     for (std::size_t b = 0; b < g->tree.branch_count(); ++b) {
       const tree::Branch& br = g->tree.branch(static_cast<tree::BranchId>(b));
-      out += fmt::format("    branch {}: {} events, plan {} B, bound {} B, {}{}\n", b,
-                         g->tree.node(br.end).depth, br.arena_bytes, br.lower_bound, br.algorithm,
-                         br.proven_optimal ? " (optimal)" : "");
+      out += fmt::format("    branch {}: {} events, plan {}, bound {}, gap {}, {}{}\n", b,
+                         g->tree.node(br.end).depth - 1, human_bytes(br.arena_bytes),
+                         human_bytes(br.lower_bound), human_bytes(br.arena_bytes - br.lower_bound),
+                         br.algorithm, br.proven_optimal ? " (optimal)" : "");
       out += "      peak: " + describe_peak(peak_tags(branch_trace(name, b))) + "\n";
     }
   }
@@ -282,7 +284,8 @@ std::string Compiler::Impl::report() const {
   }
   for (const auto& [p, r] : rogues.all()) {
     const auto name = tag_names.find(r.tag);
-    out += fmt::format("  live rogue: {} B at offset {}{} from step {} '{}'\n", r.size, r.offset,
+    out += fmt::format("  live rogue: {} at offset {}{} from step {} '{}'\n", human_bytes(r.size),
+                       r.offset,
                        name == tag_names.end() ? std::string() : " tagged '" + name->second + "'",
                        r.step, r.step_name);
   }

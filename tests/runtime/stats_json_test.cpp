@@ -12,11 +12,17 @@
 namespace memplan::testing {
 namespace {
 
-// Braces balance and never close more than they opened; quotes pair up.
+// Braces balance and never close more than they opened; quotes pair up (escapes skipped).
 bool well_nested(const std::string& json) {
   int depth = 0;
   std::size_t quotes = 0;
+  bool escaped = false;
   for (const char ch : json) {
+    if (escaped) {
+      escaped = false;
+      continue;
+    }
+    if (ch == '\\') escaped = true;
     if (ch == '"') ++quotes;
     if (quotes % 2 == 1) continue;
     if (ch == '{') ++depth;
@@ -54,6 +60,36 @@ TEST(StatsJson, NamesEveryCounterWithItsValue) {
            fmt::format(R"("map": {})", s.backend_calls[arena::Call::Map])}) {
     EXPECT_NE(json.find(part), std::string::npos) << part << " not in " << json;
   }
+}
+
+TEST(ReportJson, HasTheStatsTheBranchesWithTheirPeakTagsTheBreaksAndTheRogues) {
+  arena::HostBackend backend({.commit = false});
+  Compiler c(backend, {.reserve_bytes = std::size_t{1} << 30,
+                       .pool_reserve_bytes = std::size_t{1} << 30,
+                       .pool_chunk_bytes = std::size_t{2} << 20});
+  for (const std::size_t second : {8192u, 8192u, 4096u}) {
+    auto step = c.step("den\"oise");  // a name that JSON must escape
+    c.deallocate(c.allocate(4096, {}, "attention.q"));
+    c.deallocate(c.allocate(second, {}, "mlp <up>"));
+  }
+  void* rogue = nullptr;
+  {
+    auto step = c.step("other");
+    rogue = c.allocate(1024, {}, "cache");
+  }
+  const std::string json = c.report_json();
+  EXPECT_TRUE(well_nested(json)) << json;
+  for (
+      const std::string& part : std::initializer_list<std::string>{
+          R"({"schema": "memplan.report", "schema_version": 1, "stats": {"schema": "memplan.stats")",
+          R"("name": "den\"oise", "runs": 3, "branches": [{"branch": 0, "events": 4,)",
+          R"("gap_bytes": 0,)", R"("peak_tags": [{"tag": "mlp \u003cup\u003e", "bytes": 8192,)",
+          R"("breaks": [{"step": 2, "step_name": "den\"oise", "scope": "den\"oise", "event": 2,)",
+          R"("reason": "unknown allocation")",
+          R"("live_rogues": [{"bytes": 1024, "arena_offset": )", R"("tag": "cache", "step": 3,)"}) {
+    EXPECT_NE(json.find(part), std::string::npos) << part << " not in " << json;
+  }
+  c.deallocate(rogue);
 }
 
 }  // namespace

@@ -183,6 +183,10 @@ class Compiler {
   [[nodiscard]] std::vector<BreakRecord> breaks() const;
   // A readable report: stats, branches per step, the last breaks, live rogues.
   [[nodiscard]] std::string report() const;
+  // The same as one JSON object (schema "memplan.report", version 1; docs/compiler.md): the
+  // stats (to_json), each step's branches with plan, bound, gap and the tags at the peak, every
+  // logged break, the live rogues. Bytes exact.
+  [[nodiscard]] std::string report_json() const;
 
   // The step names run so far, with how many branches each has recorded, by name.
   [[nodiscard]] std::vector<std::pair<std::string, std::size_t>> step_branches() const;
