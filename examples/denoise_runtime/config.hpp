@@ -1,9 +1,10 @@
 // The runtime's configuration: model shape, sampler, schedule window, second pass, the rope-cache
-// switch and which allocation modes to run. Parsed from the command line; presets fill defaults
-// for the GPU (compute-bound, launch-bound) and for the CPU fallback.
+// switch and which allocation modes to run. Parsed from the command line (CLI11); presets fill
+// defaults for the GPU (compute-bound, launch-bound) and for the CPU fallback.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,9 +41,9 @@ struct Config {
   [[nodiscard]] int hidden() const { return heads * head_dim; }
 };
 
-// Parses argv (see --help); throws memplan::InvalidArgument naming the bad option and value.
-// Returns false when --help was printed.
-bool parse_args(int argc, char** argv, Config& config);
+// Parses argv with CLI11 (see --help). Returns nullopt when the runtime should run, else the exit
+// code: 0 after --help or --version, 2 after a bad command line (CLI11's message on stderr).
+[[nodiscard]] std::optional<int> parse_args(int argc, char** argv, Config& config);
 
 // Fills the shape for the device actually used, unless the user set it.
 void apply_preset(Config& config, bool gpu);

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   using namespace denoise;
   try {
     Config config;
-    if (!parse_args(argc, argv, config)) return 0;
+    if (const auto exit_code = parse_args(argc, argv, config)) return *exit_code;
     bool gpu = config.device == Device::Gpu || (config.device == Device::Auto && gpu_available());
     auto platform = gpu ? make_gpu_platform() : make_cpu_platform();
     apply_preset(config, gpu);
