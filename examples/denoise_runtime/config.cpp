@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -105,11 +108,57 @@ void add_options(CLI::App& app, Config& c) {
   app.add_flag_callback(
       "--quiet", [&c] { c.per_step = false; }, "no per-step lines");
   app.add_option("--csv", c.csv, "write every step as a CSV row to FILE")->type_name("FILE");
+  choice(
+      app, "--weights", c.weights,
+      {{"resident", Weights::Resident}, {"streamed", Weights::Streamed}, {"naive", Weights::Naive}},
+      "blocks' weights: on the device; streamed from pinned host memory into planned slots "
+      "ahead of use; or copied synchronously before each block (the naive offloader)");
+  app.add_option_function<std::string>(
+         "--vram-budget",
+         [&c](const std::string& v) {
+           try {
+             c.vram_budget = parse_bytes(v);
+           } catch (const InvalidArgument& e) {
+             throw CLI::ValidationError("--vram-budget", e.what());
+           }
+         },
+         "device memory for the run (e.g. 6GiB; 0: none): streamed weights keep as many blocks "
+         "resident as fit, and the compiler refuses to map more")
+      ->type_name("SIZE")
+      ->default_str("0");
   app.add_option("--draw", c.draw, "one picture (HTML) per recorded branch of each memplan mode")
       ->type_name("DIR");
 }
 
 }  // namespace
+
+std::size_t parse_bytes(std::string_view text) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1},         {"B", 1},    {"KiB", 0x1p10}, {"MiB", 0x1p20}, {"GiB", 0x1p30},
+      {"TiB", 0x1p40}, {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9},     {"TB", 1e12}};
+  std::size_t end = 0;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) != 0 || text[end] == '.'))
+    ++end;
+  std::string_view unit = text.substr(end);
+  while (unit.starts_with(' ')) unit.remove_prefix(1);
+  double number = 0;
+  try {
+    std::size_t used = 0;
+    number = std::stod(std::string(text.substr(0, end)), &used);
+    if (used != end) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw InvalidArgument(fmt::format("'{}' is not a size (e.g. 6GiB, 512MiB, 4096)", text));
+  }
+  for (const auto& [name, scale] : kUnits) {
+    if (unit != name) continue;
+    const double bytes = number * scale;
+    if (!(bytes < 0x1p62)) throw InvalidArgument(fmt::format("'{}' is too large", text));
+    return static_cast<std::size_t>(bytes);
+  }
+  throw InvalidArgument(
+      fmt::format("'{}': unknown unit '{}' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", text, unit));
+}
 
 std::optional<int> parse_args(int argc, char** argv, Config& c) {
   CLI::App app{
@@ -133,6 +182,32 @@ std::optional<int> parse_args(int argc, char** argv, Config& c) {
   }
   return std::nullopt;
 }
+namespace {
+
+// Which modes a weights placement can run: a graph cannot hold the naive offloader's host waits,
+// and the baseline allocator has no plan to put staging slots in.
+void resolve_modes(Config& c) {
+  const bool given = c.preset_locked.contains("modes");
+  const auto has = [&](Mode m) {
+    return std::find(c.modes.begin(), c.modes.end(), m) != c.modes.end();
+  };
+  if (c.weights == Weights::Streamed) {
+    if (!given) c.modes = {Mode::Graphs, Mode::Eager};
+    if (has(Mode::Baseline))
+      throw InvalidArgument(
+          "--weights=streamed runs the memplan modes only (graphs, eager): the "
+          "baseline allocator has no plan for staging slots");
+  } else if (c.weights == Weights::Naive) {
+    if (!given) c.modes = {Mode::Eager, Mode::Baseline};
+    if (has(Mode::Graphs))
+      throw InvalidArgument(
+          "--weights=naive waits on the host before every block, which a graph "
+          "cannot hold: run it with --modes=eager,async");
+  }
+}
+
+}  // namespace
+
 void apply_preset(Config& c, bool gpu) {
   const auto keep = [&](const char* name) { return c.preset_locked.contains(name); };
   auto set = [&](const char* name, auto& field, auto value) {
@@ -175,6 +250,7 @@ void apply_preset(Config& c, bool gpu) {
         fmt::format("--window {}:{}: need 0 <= A <= B <= 1", c.window_start, c.window_end));
   }
   if (c.chunk_mib < 1) throw InvalidArgument("--chunk-mib must be >= 1");
+  resolve_modes(c);
 }
 
 const char* to_string(Mode mode, bool gpu) {
@@ -185,6 +261,18 @@ const char* to_string(Mode mode, bool gpu) {
       return "memplan eager";
     case Mode::Baseline:
       return gpu ? "cudaMallocAsync" : "malloc";
+  }
+  return "?";
+}
+
+const char* to_string(Weights weights) {
+  switch (weights) {
+    case Weights::Resident:
+      return "resident";
+    case Weights::Streamed:
+      return "streamed";
+    case Weights::Naive:
+      return "naive";
   }
   return "?";
 }

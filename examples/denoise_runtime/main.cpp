@@ -9,6 +9,7 @@
 
 #include "config.hpp"
 #include "memplan/error.hpp"
+#include "memplan/types.hpp"
 #include "model.hpp"
 #include "platform.hpp"
 #include "run_modes.hpp"
@@ -24,13 +25,17 @@ int main(int argc, char** argv) {
     apply_preset(config, gpu);
     fmt::print(
         "denoise_runtime on {} ({}): {} blocks, hidden {}, {} tokens x {} steps{}, window "
-        "{}-{}, rope cache {}\n",
+        "{}-{}, rope cache {}, weights {}{}\n",
         platform->device_name(), platform->ops().name(), config.blocks, config.hidden(),
         config.tokens, config.steps,
         config.second_tokens != 0 ? fmt::format(", second pass {} tokens x {} steps",
                                                 config.second_tokens, config.second_steps)
                                   : std::string(),
-        config.window_start, config.window_end, to_string(config.rope));
+        config.window_start, config.window_end, to_string(config.rope), to_string(config.weights),
+        config.vram_budget != 0
+            ? fmt::format(" under a budget of {}",
+                          memplan::human_bytes(static_cast<memplan::Bytes>(config.vram_budget)))
+            : std::string());
     Model model(config, platform->ops());
     platform->synchronize();
     std::vector<ModeResult> results;
