@@ -1,6 +1,7 @@
 // Streamed and naive weights, and the streaming plan of a run (see weight_sources.hpp).
 #include "weight_sources.hpp"
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <utility>
@@ -99,6 +100,17 @@ memplan::stream::StreamingPlan plan_streaming(const Config& config, Model& model
   in.arena_chunk_bytes = options.chunk_bytes;
   in.pool_chunk_bytes = options.pool_chunk_bytes;
   return memplan::stream::choose_streaming(in);
+}
+
+double measure_h2d_bandwidth(const Model& model, Ops& ops, int repeats) {
+  const std::size_t bytes = model.layout().bytes;
+  void* device = ops.alloc_fixed(bytes);
+  ops.copy_blocking(device, model.host_block(0), bytes, Stream{});  // warm up
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < repeats; ++i) ops.copy_blocking(device, model.host_block(0), bytes, Stream{});
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
+  ops.free_fixed(device);
+  return static_cast<double>(bytes) * repeats / elapsed.count();
 }
 
 }  // namespace denoise

@@ -54,4 +54,8 @@ class NaiveBlocks final : public BlockSource {
 [[nodiscard]] memplan::stream::StreamingPlan plan_streaming(
     const Config& config, Model& model, const memplan::CompilerOptions& options);
 
+// Host-to-device bandwidth, measured: one block's bytes copied from its host memory `repeats`
+// times into a device buffer (the naive copy: on the stream, the host waiting), bytes per second.
+[[nodiscard]] double measure_h2d_bandwidth(const Model& model, Ops& ops, int repeats = 5);
+
 }  // namespace denoise
