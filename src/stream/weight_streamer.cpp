@@ -129,8 +129,10 @@ void* StreamedStep::enter(std::size_t block) {
 
 void StreamedStep::leave(std::size_t block) {
   if (!in_block_ || block + 1 != next_enter_) {
-    throw InvalidArgument(
-        fmt::format("StreamedStep::leave({}): block {} is not the one entered", block, block));
+    throw InvalidArgument(in_block_
+                              ? fmt::format("StreamedStep::leave({}): the block entered is {}",
+                                            block, next_enter_ - 1)
+                              : fmt::format("StreamedStep::leave({}): no block is entered", block));
   }
   in_block_ = false;
   if (void* slot = std::exchange(slots_[block], nullptr)) ctx_.deallocate(slot);

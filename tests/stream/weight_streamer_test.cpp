@@ -368,3 +368,40 @@ TEST(WeightStreamer, ThePlanForABudgetHoldsTheStep) {
 
 }  // namespace
 }  // namespace memplan::stream
+
+namespace memplan::stream {
+namespace {
+
+TEST(WeightStreamer, BlocksOutOfOrderAreRefusedAndTheStepStillFreesItsSlots) {
+  Case c = five_blocks();
+  c.resident = 0;
+  Harness h(c, false, true);
+  h.step();
+  const Stats before = h.compiler.stats();
+  EXPECT_THROW(
+      h.runner.run(
+          "stream", "step",
+          [&](StepContext& ctx) {
+            StreamedStep streamed(*h.streamer, ctx);
+            (void)streamed.enter(0);
+            try {
+              (void)streamed.enter(2);
+            } catch (const InvalidArgument& e) {
+              EXPECT_NE(std::string(e.what()).find("expected block 1 of 5"), std::string::npos)
+                  << e.what();
+              throw;
+            }
+          }),
+      InvalidArgument);
+  EXPECT_EQ(h.compiler.stats().live_rogues, before.live_rogues);
+  EXPECT_THROW(h.runner.run("stream", "step",
+                            [&](StepContext& ctx) {
+                              StreamedStep streamed(*h.streamer, ctx);
+                              streamed.leave(0);
+                            }),
+               InvalidArgument);
+  EXPECT_EQ(h.compiler.stats().live_rogues, 0u);
+}
+
+}  // namespace
+}  // namespace memplan::stream
