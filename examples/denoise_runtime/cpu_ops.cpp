@@ -72,6 +72,11 @@ class CpuOps final : public Ops {
   void download(void* dst, const void* src, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
+  void* alloc_host(std::size_t bytes) override { return alloc_fixed(bytes); }
+  void free_host(void* p) noexcept override { std::free(p); }
+  void copy_blocking(void* dst, const void* src, std::size_t bytes, Stream) override {
+    std::memcpy(dst, src, bytes);
+  }
 
   void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool, Stream) override {
     for (std::int64_t i = 0; i < n; ++i)

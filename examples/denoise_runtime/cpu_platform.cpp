@@ -71,6 +71,11 @@ class CpuPlatform final : public Platform {
   std::unique_ptr<BaselineMemory> make_baseline() override {
     return std::make_unique<MallocMemory>();
   }
+  // The copies run on their own thread, beside the compute on this one.
+  std::unique_ptr<memplan::stream::CopyEngine> make_copy_engine() override {
+    return std::make_unique<memplan::stream::HostCopyEngine>();
+  }
+  std::optional<std::uint64_t> device_used_bytes() override { return std::nullopt; }
 
  private:
   std::unique_ptr<Ops> ops_ = make_cpu_ops();

@@ -175,6 +175,17 @@ class GpuOps final : public Ops {
                         "cudaMemcpyAsync(download)");
     memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
+  void* alloc_host(std::size_t bytes) override {
+    void* p = nullptr;
+    memplan::check_cuda(cudaMallocHost(&p, bytes), "cudaMallocHost(weights)");
+    return p;
+  }
+  void free_host(void* p) noexcept override { (void)cudaFreeHost(p); }
+  void copy_blocking(void* dst, const void* src, std::size_t bytes, Stream s) override {
+    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, on(s)),
+                        "cudaMemcpyAsync(naive weights)");
+    memplan::check_cuda(cudaStreamSynchronize(on(s)), "cudaStreamSynchronize(naive weights)");
+  }
 
   void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool act, Stream s) override {
     fill_kernel<<<grid(n), 256, 0, on(s)>>>(p, n, seed, scale, act);

@@ -12,6 +12,7 @@
 #include "memplan/capture/cuda_graph_capturer.hpp"
 #include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
+#include "memplan/stream/cuda_copy_engine.hpp"
 #include "platform.hpp"
 
 namespace denoise {
@@ -91,6 +92,7 @@ class GpuPlatform final : public Platform {
     memplan::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                         "cudaStreamCreateWithFlags");
     ops_ = make_gpu_ops(stream_);
+    used_at_start_ = used_now();
   }
   ~GpuPlatform() override {
     ops_.reset();
@@ -113,10 +115,24 @@ class GpuPlatform final : public Platform {
   std::unique_ptr<BaselineMemory> make_baseline() override {
     return std::make_unique<AsyncMemory>(stream_);
   }
+  std::unique_ptr<memplan::stream::CopyEngine> make_copy_engine() override {
+    return std::make_unique<memplan::stream::CudaCopyEngine>();
+  }
+  std::optional<std::uint64_t> device_used_bytes() override {
+    const std::uint64_t used = used_now();
+    return used > used_at_start_ ? used - used_at_start_ : 0;
+  }
 
  private:
+  static std::uint64_t used_now() {
+    std::size_t free = 0, total = 0;
+    memplan::check_cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return total - free;
+  }
+
   std::string name_;
   cudaStream_t stream_ = nullptr;
+  std::uint64_t used_at_start_ = 0;  // the context, cuBLAS and its workspace: not the run's
   std::unique_ptr<Ops> ops_;
   memplan::capture::CudaGraphCapturer capturer_;
 };

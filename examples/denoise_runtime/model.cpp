@@ -4,8 +4,27 @@
 #include "model.hpp"
 
 #include <cmath>
+#include <cstddef>
+
+#include "memplan/error.hpp"
+#include "memplan/types.hpp"
 
 namespace denoise {
+
+BlockWeights BlockLayout::at(void* base) const {
+  auto* b = static_cast<std::byte*>(base);
+  return BlockWeights{b + norm1, b + qkv, b + out, b + norm2, b + mlp1, b + mlp2};
+}
+
+class Model::Resident final : public BlockSource {
+ public:
+  explicit Resident(const std::vector<BlockWeights>& blocks) : blocks_(blocks) {}
+  BlockWeights enter(int block) override { return blocks_.at(block); }
+  void leave(int) override {}
+
+ private:
+  const std::vector<BlockWeights>& blocks_;
+};
 
 Model::Model(const Config& config, Ops& ops) : config_(config), ops_(ops) {
   const Stream s{};
@@ -14,16 +33,41 @@ Model::Model(const Config& config, Ops& ops) : config_(config), ops_(ops) {
   const std::size_t mlp = static_cast<std::size_t>(h) * static_cast<std::size_t>(config.mlp_ratio);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
   const float scale_mlp = 1.0f / std::sqrt(static_cast<float>(mlp));
+  const std::size_t act = ops.act_bytes();
+  auto place = [&](std::size_t elements) {
+    const std::size_t at = layout_.bytes;
+    layout_.bytes = memplan::align_up(at + elements * act, std::size_t{256});
+    return at;
+  };
+  layout_.norm1 = place(static_cast<std::size_t>(h));
+  layout_.qkv = place(3 * hh);
+  layout_.out = place(hh);
+  layout_.norm2 = place(static_cast<std::size_t>(h));
+  layout_.mlp1 = place(h * mlp);
+  layout_.mlp2 = place(mlp * static_cast<std::size_t>(h));
+  // Each block is made on the device; a block that does not stay there goes to host memory, so
+  // the device holds one such block at a time and every placement has the same bits.
   for (int b = 0; b < config.blocks; ++b) {
-    BlockWeights w;
-    w.norm1 = weight(static_cast<std::size_t>(h), 0.0f, true, s);
-    w.qkv = weight(3 * hh, scale, true, s);
-    w.out = weight(hh, scale, true, s);
-    w.norm2 = weight(static_cast<std::size_t>(h), 0.0f, true, s);
-    w.mlp1 = weight(h * mlp, scale, true, s);
-    w.mlp2 = weight(mlp * static_cast<std::size_t>(h), scale_mlp, true, s);
-    blocks_.push_back(w);
+    void* dev = ops_.alloc_fixed(layout_.bytes);
+    const BlockWeights w = layout_.at(dev);
+    fill_weight(w.norm1, static_cast<std::size_t>(h), 0.0f, true, s);
+    fill_weight(w.qkv, 3 * hh, scale, true, s);
+    fill_weight(w.out, hh, scale, true, s);
+    fill_weight(w.norm2, static_cast<std::size_t>(h), 0.0f, true, s);
+    fill_weight(w.mlp1, h * mlp, scale, true, s);
+    fill_weight(w.mlp2, mlp * static_cast<std::size_t>(h), scale_mlp, true, s);
+    if (config.weights == Weights::Resident) {
+      fixed_.push_back(dev);
+      fixed_bytes_ += layout_.bytes;
+      blocks_.push_back(w);
+    } else {
+      void* host = ops_.alloc_host(layout_.bytes);
+      host_blocks_.push_back(host);
+      ops_.download(host, dev, layout_.bytes);  // waits for the fills
+      ops_.free_fixed(dev);
+    }
   }
+  resident_ = std::make_unique<Resident>(blocks_);
   temb_ = weight(static_cast<std::size_t>(h), 1.0f, true, s);
   final_norm_ = weight(static_cast<std::size_t>(h), 0.0f, true, s);
   final_out_ = weight(hh, scale, true, s);
@@ -34,10 +78,9 @@ Model::Model(const Config& config, Ops& ops) : config_(config), ops_(ops) {
     p.dims = Dims{tokens, config.heads, config.head_dim};
     p.steps = steps;
     p.t_start = t_start;
-    p.latents = static_cast<float*>(ops_.alloc_fixed(static_cast<std::size_t>(tokens) * h * 4));
-    p.sched = static_cast<float*>(ops_.alloc_fixed(static_cast<std::size_t>(steps + 1) * 4));
-    p.counter = static_cast<int*>(ops_.alloc_fixed(sizeof(int)));
-    fixed_.insert(fixed_.end(), {p.latents, p.sched, p.counter});
+    p.latents = static_cast<float*>(alloc_fixed(static_cast<std::size_t>(tokens) * h * 4));
+    p.sched = static_cast<float*>(alloc_fixed(static_cast<std::size_t>(steps + 1) * 4));
+    p.counter = static_cast<int*>(alloc_fixed(sizeof(int)));
     std::vector<float> sched(static_cast<std::size_t>(steps) + 1);
     for (int i = 0; i <= steps; ++i)
       sched[i] = t_start * (1.0f - static_cast<float>(i) / static_cast<float>(steps));
@@ -50,12 +93,30 @@ Model::Model(const Config& config, Ops& ops) : config_(config), ops_(ops) {
 
 Model::~Model() {
   for (void* p : fixed_) ops_.free_fixed(p);
+  for (void* p : host_blocks_) ops_.free_host(p);
+}
+
+BlockSource& Model::resident_weights() {
+  if (config_.weights != Weights::Resident)
+    throw memplan::InvalidState("the model's weights are not resident (--weights)");
+  return *resident_;
+}
+
+void* Model::alloc_fixed(std::size_t bytes) {
+  void* p = ops_.alloc_fixed(bytes);
+  fixed_.push_back(p);
+  fixed_bytes_ += bytes;
+  return p;
 }
 
 void* Model::weight(std::size_t elements, float scale, bool act, Stream s) {
-  void* p = ops_.alloc_fixed(elements * (act ? ops_.act_bytes() : 4));
-  fixed_.push_back(p);
-  const auto seed = config_.seed * 1000003u + fixed_.size();
+  void* p = alloc_fixed(elements * (act ? ops_.act_bytes() : 4));
+  fill_weight(p, elements, scale, act, s);
+  return p;
+}
+
+void Model::fill_weight(void* p, std::size_t elements, float scale, bool act, Stream s) {
+  const auto seed = config_.seed * 1000003u + ++weights_made_;
   // Norm gains are 1 + small noise; projections are scaled to keep activations O(1).
   if (scale == 0.0f) {
     ops_.fill(p, static_cast<std::int64_t>(elements), seed, 0.05f, act, s);
@@ -63,7 +124,6 @@ void* Model::weight(std::size_t elements, float scale, bool act, Stream s) {
   } else {
     ops_.fill(p, static_cast<std::int64_t>(elements), seed, scale * 1.7f, act, s);
   }
-  return p;
 }
 
 void Model::reset_pass(const Pass& pass, Stream s) {
@@ -85,8 +145,8 @@ Attn Model::attention_for(const Pass& pass, int step) const {
                                                                             : Attn::Dense;
 }
 
-void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rope,
-                 StepMemory& mem) const {
+void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rope, StepMemory& mem,
+                 BlockSource& weights) const {
   Ops& ops = ops_;
   const Dims d = pass.dims;
   const std::int64_t t = d.tokens;
@@ -113,7 +173,8 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
     ops.embed(hs, pass.latents, temb, pass.sched, pass.counter, t, h, s);
   });
   const std::size_t ws_bytes = ops.attention_workspace(d, attn);
-  for (const BlockWeights& w : blocks_) {
+  for (int b = 0; b < config_.blocks; ++b) {
+    const BlockWeights w = weights.enter(b);
     void* n1 = mem.alloc(th);
     mem.launch([&ops, n1, hs, w, t, h](Stream s) { ops.rmsnorm(n1, hs, w.norm1, t, h, s); });
     void* qkv = mem.alloc(3 * th, "qkv");
@@ -148,6 +209,7 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
     mem.free(m1);
     mem.launch([&ops, hs, m2, t, h](Stream s) { ops.add(hs, m2, t * h, s); });
     mem.free(m2);
+    weights.leave(b);
   }
   void* nf = mem.alloc(th);
   mem.launch([&ops, nf, hs, t, h, g = final_norm_](Stream s) { ops.rmsnorm(nf, hs, g, t, h, s); });

@@ -42,6 +42,11 @@ class Ops {
   virtual void free_fixed(void* p) noexcept = 0;
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
+  // Host memory that copies to the device can read asynchronously (pinned on the GPU).
+  [[nodiscard]] virtual void* alloc_host(std::size_t bytes) = 0;
+  virtual void free_host(void* p) noexcept = 0;
+  // dst (device) <- src (host) on `s`, and the host waits for it: the naive offloader's copy.
+  virtual void copy_blocking(void* dst, const void* src, std::size_t bytes, Stream s) = 0;
 
   // p[i] = uniform in [-scale, scale] from (seed, i); activations (act) or float.
   virtual void fill(void* p, std::int64_t n, std::uint64_t seed, float scale, bool act,

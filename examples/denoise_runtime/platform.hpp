@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "memplan/arena/backend.hpp"
 #include "memplan/capture/captured_step.hpp"
+#include "memplan/stream/copy_engine.hpp"
 #include "ops.hpp"
 #include "step_memory.hpp"
 
@@ -41,6 +43,11 @@ class Platform {
   [[nodiscard]] virtual std::unique_ptr<memplan::arena::PhysicalBackend> make_backend() = 0;
   [[nodiscard]] virtual memplan::capture::StepCapturer& capturer() = 0;
   [[nodiscard]] virtual std::unique_ptr<BaselineMemory> make_baseline() = 0;
+  // The copy engine of streamed weights: a CUDA copy stream, or a host copy stream.
+  [[nodiscard]] virtual std::unique_ptr<memplan::stream::CopyEngine> make_copy_engine() = 0;
+  // Device memory in use now beyond what was in use when the platform was made (the context,
+  // cuBLAS), measured with cudaMemGetInfo; nullopt on the CPU.
+  [[nodiscard]] virtual std::optional<std::uint64_t> device_used_bytes() = 0;
 };
 
 [[nodiscard]] std::unique_ptr<Platform> make_cpu_platform();

@@ -10,9 +10,12 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 
 #include "memplan/capture/step_runner.hpp"
 #include "memplan/runtime/compiler.hpp"
+#include "memplan/stream/weight_streamer.hpp"
+#include "weight_sources.hpp"
 
 namespace denoise {
 namespace {
@@ -72,6 +75,10 @@ void run_passes(const Config& c, Platform& platform, Model& model, ModeResult& r
       const auto t2 = Clock::now();
       row.host_ms = ms(t1 - t0);
       row.step_ms = ms(t2 - t0);
+      if (const auto used = platform.device_used_bytes()) {
+        r.device_peak_bytes = std::max(r.device_peak_bytes, *used);
+        r.device_peak_measured = true;
+      }
       r.rows.push_back(row);
       if (c.per_step) print_row(r, r.rows.back());
     }
@@ -108,17 +115,41 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
   o.pool_reserve_bytes = std::size_t{8} << 30;
   o.pool_chunk_bytes = std::size_t{2} << 20;
   memplan::Compiler compiler(*backend, o);
+  // Streamed weights: the plan for the budget, the resident blocks into the pool. Declared after
+  // the compiler: the streamer frees its blocks and the engine finishes its copies first.
+  std::unique_ptr<memplan::stream::CopyEngine> engine;
+  std::unique_ptr<memplan::stream::WeightStreamer> streamer;
+  if (c.weights == Weights::Streamed) {
+    r.streaming = plan_streaming(c, model, o);
+    r.streamed_bytes_per_step = r.streaming->streamed_bytes;
+    engine = platform.make_copy_engine();
+    streamer = std::make_unique<memplan::stream::WeightStreamer>(compiler, *engine,
+                                                                 host_blocks(model), *r.streaming);
+    streamer->load_resident(platform.stream());
+  } else if (c.weights == Weights::Naive) {
+    r.streamed_bytes_per_step = static_cast<std::uint64_t>(model.blocks()) * model.layout().bytes;
+  }
   memplan::capture::StepRunner runner(
       compiler, platform.capturer(), platform.stream(),
       {.enabled = mode == Mode::Graphs, .capture_after = c.capture_after});
   std::map<std::int64_t, void*> rope;
+  std::uint64_t counted_peak = 0;
   run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
     const std::string key =
         fmt::format("pass{}/{}", pass.index, row.attn == Attn::Sparse ? "sparse" : "dense");
     const auto before = compiler.stats();
     const auto path = runner.run("denoise", key, [&](memplan::capture::StepContext& ctx) {
       RunnerMemory mem(ctx);
-      model.step(pass, row.attn, rope, mem);
+      if (streamer) {
+        memplan::stream::StreamedStep streamed(*streamer, ctx);
+        StreamedBlocks weights(streamed, model.layout());
+        model.step(pass, row.attn, rope, mem, weights);
+      } else if (c.weights == Weights::Naive) {
+        NaiveBlocks weights(mem, platform.ops(), model);
+        model.step(pass, row.attn, rope, mem, weights);
+      } else {
+        model.step(pass, row.attn, rope, mem, model.resident_weights());
+      }
     });
     const auto after = compiler.stats();
     row.path = memplan::capture::to_string(path);
@@ -130,7 +161,9 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
     row.mem_calls = (after.backend_calls - before.backend_calls).memory_calls();
     if (row.replayed) r.replayed_step_mem_calls += row.mem_calls;
     r.peak_bytes = std::max(r.peak_bytes, row.mapped);
+    counted_peak = std::max(counted_peak, row.mapped + row.pool);
   });
+  if (!r.device_peak_measured) r.device_peak_bytes = model.fixed_bytes() + counted_peak;
   for (auto& [tokens, p] : rope) compiler.deallocate(p);
   const auto s = compiler.stats();
   r.planned_bytes = s.planned_peak_bytes;
@@ -154,9 +187,16 @@ ModeResult run_baseline(const Config& c, Platform& platform, Model& model) {
   r.name = to_string(Mode::Baseline, platform.gpu());
   auto mem = platform.make_baseline();
   std::map<std::int64_t, void*> rope;
+  if (c.weights == Weights::Naive)
+    r.streamed_bytes_per_step = static_cast<std::uint64_t>(model.blocks()) * model.layout().bytes;
   run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
     const auto calls = mem->calls();
-    model.step(pass, row.attn, rope, *mem);
+    if (c.weights == Weights::Naive) {
+      NaiveBlocks weights(*mem, platform.ops(), model);
+      model.step(pass, row.attn, rope, *mem, weights);
+    } else {
+      model.step(pass, row.attn, rope, *mem, model.resident_weights());
+    }
     row.mapped = mem->reserved_high_bytes();
     row.mem_calls = mem->calls() - calls;
     if (!r.rows.empty()) r.replayed_step_mem_calls += row.mem_calls;  // every warm step
@@ -165,6 +205,7 @@ ModeResult run_baseline(const Config& c, Platform& platform, Model& model) {
   for (auto& [tokens, p] : rope) mem->free_kept(p);
   r.peak_bytes = mem->reserved_high_bytes();
   r.lower_bound = mem->used_high_bytes();
+  if (!r.device_peak_measured) r.device_peak_bytes = model.fixed_bytes() + r.peak_bytes;
   return r;
 }
 

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config.hpp"
+#include "memplan/stream/streaming_plan.hpp"
 #include "model.hpp"
 #include "platform.hpp"
 
@@ -41,6 +43,13 @@ struct ModeResult {
   std::uint64_t captures = 0, graph_launches = 0, invalidations = 0;
   std::uint64_t replayed_step_mem_calls = 0;  // memory calls summed over replayed steps
   std::string report;                         // the compiler's report (memplan modes)
+  // Device memory: the high-water mark of what the run used beyond the platform's start,
+  // measured after every step (cudaMemGetInfo) on the GPU; on the CPU counted: the model's
+  // fixed bytes + arena and pool mapped (memplan) or the allocator's reserved high (baseline).
+  std::uint64_t device_peak_bytes = 0;
+  bool device_peak_measured = false;
+  std::uint64_t streamed_bytes_per_step = 0;  // weights copied host to device in each step
+  std::optional<memplan::stream::StreamingPlan> streaming;  // --weights=streamed
 };
 
 [[nodiscard]] ModeResult run_mode(Mode mode, const Config& config, Platform& platform,

@@ -8,12 +8,62 @@
 #include <fstream>
 
 #include "memplan/error.hpp"
+#include "memplan/types.hpp"
 
 namespace denoise {
 namespace {
 
 std::string mib(std::uint64_t bytes) {
   return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20));
+}
+
+// FNV-1a over the latents' bits: runs in separate processes (resident and streamed weights)
+// compare their outputs bit for bit by this line.
+std::uint64_t fingerprint(const std::vector<float>& latents) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(latents.data());
+  for (std::size_t i = 0; i < latents.size() * sizeof(float); ++i) {
+    h ^= bytes[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// Step time, device memory and the weights' traffic per mode: what weight streaming is judged by.
+void print_weights(const Config& config, const std::vector<ModeResult>& results) {
+  fmt::print("\n== weights {}, budget {} ==\n", to_string(config.weights),
+             config.vram_budget == 0
+                 ? std::string("none")
+                 : memplan::human_bytes(static_cast<memplan::Bytes>(config.vram_budget)));
+  fmt::print(
+      "| mode | median step ms | peak device memory | streamed per step | resident blocks | "
+      "prefetch depth | final latents (FNV-1a) |\n");
+  fmt::print("| --- | --: | --: | --: | --: | --: | --- |\n");
+  for (const ModeResult& r : results) {
+    std::vector<double> step;
+    for (const StepRow& row : r.rows) step.push_back(row.step_ms);
+    const auto& p = r.streaming;
+    fmt::print("| {} | {:.3f} | {} ({}) | {} | {} | {} | {:016x} |\n", r.name, median(step),
+               memplan::human_bytes(static_cast<memplan::Bytes>(r.device_peak_bytes)),
+               r.device_peak_measured ? "measured" : "counted",
+               memplan::human_bytes(static_cast<memplan::Bytes>(r.streamed_bytes_per_step)),
+               p ? fmt::format("{} of {}", p->resident_blocks, p->blocks)
+                 : (config.weights == Weights::Resident ? "all" : "0"),
+               p ? std::to_string(p->depth) : "-", fingerprint(r.latents));
+  }
+  for (const ModeResult& r : results) {
+    if (!r.streaming || config.vram_budget == 0) continue;
+    fmt::print("(streaming plan: predicted peak {} for a budget of {}: {} resident, {} of slots)\n",
+               memplan::human_bytes(static_cast<memplan::Bytes>(r.streaming->predicted_peak_bytes)),
+               memplan::human_bytes(static_cast<memplan::Bytes>(config.vram_budget)),
+               memplan::human_bytes(static_cast<memplan::Bytes>(r.streaming->resident_bytes)),
+               memplan::human_bytes(static_cast<memplan::Bytes>(r.streaming->slot_bytes)));
+    break;
+  }
+  fmt::print(
+      "(peak device memory: measured = the high-water mark of cudaMemGetInfo's used bytes after "
+      "each step, beyond those in use before the model; counted = the model's own bytes + arena "
+      "and pool mapped, or the allocator's reserved high)\n");
 }
 
 }  // namespace
@@ -81,6 +131,7 @@ void print_summary(const Config& config, const std::vector<ModeResult>& results,
           : "the live-bytes high-water mark",
       gpu ? "CUDA VMM driver calls (memplan) or cudaMallocAsync/cudaFreeAsync calls (async)"
           : "host backend calls (memplan) or malloc/free calls");
+  print_weights(config, results);
   if (results.size() > 1) {
     if (check.bitwise) {
       fmt::print("outputs: the {} modes' final latents are bitwise equal\n", results.size());

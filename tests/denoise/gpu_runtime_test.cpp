@@ -24,5 +24,11 @@ TEST(GpuRuntime, RopeCacheOutsideAPauseIsOneLearnedRogueAndStaysFlat) {
   expect_runtime_holds(results, true);
 }
 
+TEST(GpuRuntime, StreamedAndNaiveWeightsGiveTheResidentLatentsBitForBit) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  auto platform = make_gpu_platform();
+  expect_weights_placements_agree(*platform);
+}
+
 }  // namespace
 }  // namespace denoise::testing

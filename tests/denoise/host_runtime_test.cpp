@@ -1,8 +1,13 @@
 // The denoise runtime's step program on the CPU platform (host backend, float loops): the three
 // allocation modes agree bit for bit, breaks are bounded by distinct paths and flat after, rogues
-// are learned, replayed steps make no backend memory call, stable steps run as host graphs.
+// are learned, replayed steps make no backend memory call, stable steps run as host graphs;
+// streamed and naive weights give the resident run's latents bit for bit.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <vector>
+
+#include "memplan/error.hpp"
 #include "runtime_case.hpp"
 
 namespace denoise::testing {
@@ -45,6 +50,40 @@ TEST(HostRuntime, AWholeDenseScheduleHasNoBreak) {
   const auto results = run_all(c, *platform);
   EXPECT_EQ(results[0].breaks, 1u);  // the one sparse step
   EXPECT_TRUE(compare_outputs(results).bitwise);
+}
+
+}  // namespace
+}  // namespace denoise::testing
+
+namespace denoise::testing {
+namespace {
+
+TEST(HostRuntime, StreamedAndNaiveWeightsGiveTheResidentLatentsBitForBit) {
+  auto platform = make_cpu_platform();
+  expect_weights_placements_agree(*platform);
+}
+
+TEST(HostRuntime, WeightsPlacementsRefuseTheModesTheyCannotRun) {
+  Config c = weights_config(false, Weights::Naive);
+  c.modes = {Mode::Graphs};
+  c.preset_locked.insert("modes");
+  EXPECT_THROW(apply_preset(c, false), memplan::InvalidArgument);
+  c.weights = Weights::Streamed;
+  c.modes = {Mode::Baseline};
+  EXPECT_THROW(apply_preset(c, false), memplan::InvalidArgument);
+  c.preset_locked.erase("modes");
+  apply_preset(c, false);
+  EXPECT_EQ(c.modes, (std::vector<Mode>{Mode::Graphs, Mode::Eager}));
+}
+
+TEST(HostRuntime, BudgetsParseInHumanUnits) {
+  EXPECT_EQ(parse_bytes("6GiB"), std::size_t{6} << 30);
+  EXPECT_EQ(parse_bytes("1.5 MiB"), std::size_t{3} << 19);
+  EXPECT_EQ(parse_bytes("2GB"), std::size_t{2000000000});
+  EXPECT_EQ(parse_bytes("4096"), 4096u);
+  EXPECT_THROW((void)parse_bytes("6 GiBs"), memplan::InvalidArgument);
+  EXPECT_THROW((void)parse_bytes("GiB"), memplan::InvalidArgument);
+  EXPECT_THROW((void)parse_bytes("-1GiB"), memplan::InvalidArgument);
 }
 
 }  // namespace

@@ -1,21 +1,29 @@
 // A small configuration of the denoise runtime and the checks shared by the host and GPU tests:
 // breaks bounded by distinct paths and flat after, rogues learned, replayed steps without memory
-// calls, and the same latents in every mode.
+// calls, and the same latents in every mode; and every weights placement giving the same latents.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <set>
+#include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
+#include "memplan/error.hpp"
 #include "model.hpp"
 #include "platform.hpp"
 #include "run_modes.hpp"
 #include "summary.hpp"
+#include "weight_sources.hpp"
 
 namespace denoise::testing {
 
@@ -103,6 +111,97 @@ inline void expect_runtime_holds(const std::vector<ModeResult>& results, bool ro
   EXPECT_EQ(graph_steps, results[0].graph_launches);
   EXPECT_GE(graph_steps, results[0].rows.size() / 2);
   for (const StepRow& row : results[1].rows) EXPECT_EQ(std::string_view(row.path), "eager");
+}
+
+// Blocks of ~2 MiB on the CPU, ~1 MiB on the GPU (hidden 256) so that a budget can keep some
+// resident and stream the others through slots planned in 2 MiB chunks.
+inline Config weights_config(bool gpu, Weights weights) {
+  Config c = small_config(gpu);
+  c.blocks = 4;
+  c.heads = 4;
+  c.head_dim = 64;
+  c.mlp_ratio = 2;
+  c.tokens = gpu ? 256 : 64;
+  c.steps = 4;
+  c.second_tokens = 0;
+  c.weights = weights;
+  return c;
+}
+
+inline std::vector<ModeResult> run_modes(Config c, Platform& platform) {
+  apply_preset(c, platform.gpu());
+  Model model(c, platform.ops());
+  std::vector<ModeResult> out;
+  for (Mode m : c.modes) out.push_back(run_mode(m, c, platform, model));
+  return out;
+}
+
+// For each number of resident blocks a budget in whole MiB gives, the smallest such budget (the
+// chunks the pool and the arena map in decide which counts occur).
+inline std::map<std::size_t, std::size_t> budgets_by_resident(Config c, Platform& platform) {
+  apply_preset(c, platform.gpu());
+  Model model(c, platform.ops());
+  memplan::CompilerOptions o;
+  o.chunk_bytes = c.chunk_mib << 20;
+  o.pool_chunk_bytes = std::size_t{2} << 20;
+  std::map<std::size_t, std::size_t> out;
+  for (std::size_t mib = 1; mib < 64; ++mib) {
+    c.vram_budget = mib << 20;
+    try {
+      out.emplace(plan_streaming(c, model, o).resident_blocks, c.vram_budget);
+    } catch (const memplan::OutOfMemory&) {
+    }
+  }
+  return out;
+}
+
+// Streamed weights with no block, some and every block resident, and naive weights: the
+// resident run's latents bit for bit, no memory call in replayed steps, graphs launched; on the
+// CPU the counted peak within the budget (on the GPU the measured one is the lead's figure).
+inline void expect_weights_placements_agree(Platform& platform) {
+  const bool gpu = platform.gpu();
+  const auto resident = run_modes(weights_config(gpu, Weights::Resident), platform);
+  ASSERT_EQ(resident.size(), 3u);
+  const std::vector<float>& reference = resident.front().latents;
+
+  const Config streamed = weights_config(gpu, Weights::Streamed);
+  const auto budgets = budgets_by_resident(streamed, platform);
+  ASSERT_TRUE(budgets.contains(0));
+  const auto some = std::find_if(budgets.begin(), budgets.end(), [&](const auto& kv) {
+    return kv.first > 0 && kv.first < static_cast<std::size_t>(streamed.blocks);
+  });
+  ASSERT_NE(some, budgets.end()) << "no budget keeps some blocks resident and streams others";
+  std::vector<std::pair<std::string, ModeResult>> others;
+  for (const auto& [keep, budget] :
+       {*budgets.find(0), *some,
+        std::pair<const std::size_t, std::size_t>{static_cast<std::size_t>(streamed.blocks), 0}}) {
+    Config c = streamed;
+    c.vram_budget = budget;
+    for (ModeResult& r : run_modes(c, platform)) {
+      SCOPED_TRACE(::testing::Message() << r.name << ", " << keep << " resident");
+      ASSERT_TRUE(r.streaming.has_value());
+      EXPECT_EQ(r.streaming->resident_blocks, keep);
+      EXPECT_EQ(r.streamed_bytes_per_step, r.streaming->streamed_bytes);
+      if (budget != 0 && !gpu) {
+        EXPECT_LE(r.device_peak_bytes, budget);
+      }
+      EXPECT_EQ(r.replayed_step_mem_calls, 0u);
+      EXPECT_GE(r.steps_replayed, 2u);
+      if (r.mode == Mode::Graphs) {
+        EXPECT_GE(r.graph_launches, 1u);
+      }
+      others.emplace_back(fmt::format("streamed, {} resident", keep), std::move(r));
+    }
+  }
+  for (ModeResult& r : run_modes(weights_config(gpu, Weights::Naive), platform)) {
+    EXPECT_EQ(r.streamed_bytes_per_step, others.front().second.streaming->streamed_bytes);
+    others.emplace_back("naive", std::move(r));
+  }
+  for (const auto& [what, r] : others) {
+    ASSERT_EQ(r.latents.size(), reference.size()) << what << " " << r.name;
+    EXPECT_EQ(std::memcmp(r.latents.data(), reference.data(), reference.size() * sizeof(float)), 0)
+        << what << " " << r.name;
+  }
 }
 
 }  // namespace denoise::testing
