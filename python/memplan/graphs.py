@@ -44,6 +44,7 @@ api._release_hooks.append(_drop_all_graphs)
 class _Entry:
     def __init__(self):
         self.stable = 0
+        self.uncapturable = False  # a capture failed (the function synchronises, say): eager
         self.graph = None
         self.static_inputs = None
         self.static_outputs = None
@@ -63,6 +64,8 @@ class GraphedStep:
         self.stats = {"steps": 0, "eager_steps": 0, "captures": 0, "graph_launches": 0,
                       "breaks": 0, "invalidations": 0, "capture_failures": 0}
         self.last_result = None  # end_step's dict of the last step the function ran in
+        self.last_path = None  # how the last call ran: "eager", "captured" or "graph"
+        self.last_capture_error = None
         self._entries = {}
         _live_steps.add(self)
 
@@ -98,7 +101,9 @@ class GraphedStep:
             with torch.cuda.stream(self.stream):
                 if entry.graph is not None and not self._moved(entry):
                     out = self._launch(entry, args)
-                elif self.enabled and entry.stable >= self.capture_after:
+                    self.last_path = "graph"
+                elif (self.enabled and not entry.uncapturable
+                      and entry.stable >= self.capture_after):
                     out = self._capture(entry, args)
                 else:
                     out = self._eager(entry, args)
@@ -124,6 +129,7 @@ class GraphedStep:
 
     def _eager(self, entry, args):
         self.stats["eager_steps"] += 1
+        self.last_path = "eager"
         out, result = self._run_step(args)
         entry.stable = entry.stable + 1 if result["replayed"] else 0
         return out
@@ -151,9 +157,10 @@ class GraphedStep:
                 with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="relaxed"):
                     outputs = self.fn(*static_inputs)
             self.last_result = s.result
-        except Exception:
+        except Exception as e:
             self.stats["capture_failures"] += 1
-            entry.stable = 0
+            self.last_capture_error = f"{type(e).__name__}: {e}"
+            entry.uncapturable = True
             return self._eager(entry, args)
         if not s.result["replayed"]:
             self.stats["breaks"] += s.result["break_reason"] is not None
@@ -163,4 +170,6 @@ class GraphedStep:
         entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
         entry.window_moves = api.stats(self.device)["window_moves"]
         self.stats["captures"] += 1
-        return self._launch(entry, args)
+        out = self._launch(entry, args)
+        self.last_path = "captured"
+        return out
