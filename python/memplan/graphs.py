@@ -18,8 +18,10 @@ non-tensor arguments). Under one key:
     function does not run, so memplan sees no step. The result is the same static output tensors
     every time (clone what you keep across calls, as with any CUDA graph).
 Eager steps, the capture and the launches all run on one side stream of this helper (waiting for
-the caller's current stream first, and the current stream waits for it after), so PyTorch's
-per-stream state (the cuBLAS workspace) is made in the eager steps, not during the capture.
+the caller's current stream first, and the current stream waits for it after); PyTorch's
+per-stream state for it (the cuBLAS workspaces) is made at construction, in a memplan pause
+(memplan.torch.warm_up), not in a step and not during the capture. A key whose capture fails
+(the function synchronises with the host, say) stays eager.
 Graphs are dropped when the compiler's plans move (stats: window_moves) or memplan.release() runs
 (it unmaps the addresses they hold).
 The contract, as for the C++ layer: under one key the function's kernels must depend only on the
@@ -61,6 +63,9 @@ class GraphedStep:
         self.capture_after, self.enabled = capture_after, enabled
         self.device = api.default_device() if device is None else device
         self.stream = torch.cuda.Stream(device=self.device)
+        from . import torch as memplan_torch
+
+        memplan_torch.warm_up(self.stream, self.device)
         self.stats = {"steps": 0, "eager_steps": 0, "captures": 0, "graph_launches": 0,
                       "breaks": 0, "invalidations": 0, "capture_failures": 0}
         self.last_result = None  # end_step's dict of the last step the function ran in

@@ -55,6 +55,24 @@ def installed():
     return _installed
 
 
+def warm_up(stream=None, device=None):
+    """Makes PyTorch's per-stream caches for `stream` (default: the current one) now, inside a
+    memplan pause: cuBLAS and cuBLASLt keep one workspace per (handle, stream) for the life of the
+    process, allocated on first use. Allocated in a step instead, it would be a rogue that never
+    dies, holding a range of the planned arena."""
+    import torch
+
+    device = api.default_device() if device is None else device
+    stream = torch.cuda.current_stream(device) if stream is None else stream
+    with torch.cuda.stream(stream), api.pause(device), torch.no_grad():
+        for dtype in (torch.bfloat16, torch.float16, torch.float32):
+            a = torch.ones(64, 64, device=f"cuda:{device}", dtype=dtype)
+            bias = torch.ones(64, device=f"cuda:{device}", dtype=dtype)
+            torch.nn.functional.linear(a, a, bias)
+            a @ a
+    stream.synchronize()
+
+
 def attention_policy(mode="tau", tau=1.5, keep_percent=10.0, max_keep_percent=100.0,
                      sink_keys=(0, 0), sink_queries=(0, 0), window=(0.2, 1.0), min_tokens=0,
                      coarse_gate=1.0):

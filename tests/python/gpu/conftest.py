@@ -20,3 +20,4 @@ try:
 except FileNotFoundError as e:
     pytest.skip(f"libmemplan_torch.so not built: {e}", allow_module_level=True)
 memplan.torch.install(log_level="warn")
+memplan.torch.warm_up()  # the default stream's cuBLAS workspaces, in the pool
