@@ -111,8 +111,10 @@ def worker(args):
     used_before = total - free
     settings = MODELS[args.model][0 if args.quick else 1]
     name, fn, step_args, after, final = _workload(args.model, settings, args.quick)
-    graphed = memplan.graphs.GraphedStep(name, fn, capture_after=2,
-                                         enabled=args.allocator == "memplan-graphs")
+    graphed = None
+    if memplan_mode:  # memplan: eager steps and graphs alike run on GraphedStep's side stream
+        graphed = memplan.graphs.GraphedStep(name, fn, capture_after=2,
+                                             enabled=args.allocator == "memplan-graphs")
     torch.cuda.synchronize()
 
     def memplan_total(stats):
@@ -221,6 +223,12 @@ def _gib(b):
     return "-" if b is None else f"{b / 2**30:.2f}"
 
 
+def _most(values):
+    """The largest of the values that are not None; None if there are none."""
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
 def summarise(runs):
     """One row per (model, allocator): medians over repeats, worst memory, output equality."""
     rows = []
@@ -251,15 +259,15 @@ def summarise(runs):
                     "device_used_bytes": max(r["device_used_bytes"] for r in ok),
                     "median_step_ms": statistics.median(s for r in ok for s in r["step_ms"]),
                     "median_host_ms": statistics.median(r["median_host_ms"] for r in ok),
-                    "breaks": max((r.get("breaks") for r in ok), default=None),
-                    "branches": max((r.get("branches") for r in ok), default=None),
-                    "rogues": max((r.get("rogues") for r in ok), default=None),
+                    "breaks": _most(r.get("breaks") for r in ok),
+                    "branches": _most(r.get("branches") for r in ok),
+                    "rogues": _most(r.get("rogues") for r in ok),
                     "graph_launches": sum(r.get("graphs", {}).get("graph_launches", 0) for r in ok),
                     "capture_failures": sum(r.get("graphs", {}).get("capture_failures", 0)
                                             for r in ok),
                     "allocator_calls_measured": (
                         None if any("allocator_calls_measured" not in r for r in ok)
-                        else max(r["allocator_calls_measured"] for r in ok)),
+                        else _most(r["allocator_calls_measured"] for r in ok)),
                     "bitwise_equal_to_caching": (
                         None if not refs else
                         all(r["output_sha256"] in refs for r in ok) and len(refs) == 1),
