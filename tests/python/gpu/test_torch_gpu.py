@@ -1,13 +1,32 @@
-"""memplan as PyTorch's allocator on a GPU: replay, graphs, attention against SDPA, errors."""
+"""memplan as PyTorch's allocator on a GPU: replay, graphs, attention against SDPA, errors.
+
+This module's process gets memplan installed as PyTorch's CUDA allocator before anything
+allocates CUDA memory (the allocator is chosen once per process). Skipped without CUDA PyTorch
+or without libmemplan_torch.so."""
 
 import ctypes
+import os
+import sys
 
 import pytest
-import torch
-import torch.nn.functional as F
 
-import memplan
-from memplan.graphs import GraphedStep
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device visible to PyTorch", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import memplan  # noqa: E402
+from memplan.graphs import GraphedStep  # noqa: E402
+
+try:
+    memplan.load()
+except FileNotFoundError as e:
+    pytest.skip(f"libmemplan_torch.so not built: {e}", allow_module_level=True)
+memplan.torch.install(log_level="warn")
+memplan.torch.warm_up()  # the default stream's cuBLAS workspaces, in the pool
 
 MiB = 1 << 20
 
