@@ -30,7 +30,11 @@ def install(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_byt
 
     if _installed:
         raise MemplanError("memplan.torch.install: memplan is installed already in this process")
-    lib = _library.load(library)
+    if torch.cuda.is_initialized():
+        raise MemplanError("memplan.torch.install: CUDA is initialised already, so PyTorch's "
+                           "caching allocator is in use; call install before anything touches "
+                           "CUDA")
+    _library.load(library)
     if api.backend() != "cuda-vmm":
         raise MemplanError(f"memplan.torch.install: {_library.loaded_path()} is the "
                            f"{api.backend()} library; PyTorch needs libmemplan_torch.so")
@@ -45,7 +49,6 @@ def install(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_byt
         raise MemplanError(
             "memplan.torch.install: PyTorch's allocator is in use already (a CUDA tensor was "
             f"allocated before install); call install first. PyTorch said: {e}") from e
-    del lib
     api._device_hook = torch.cuda.current_device
     _installed = True
     return allocator
