@@ -28,8 +28,14 @@ Memory columns (bytes):
   device_used      the most device memory in use (cudaMemGetInfo, sampled after each step)
                    minus what was in use before the model was built: the same meter for all
 Allocator calls in replayed steps: memplan: backend calls (map, unmap, ...) during the measured
-steps; caching: num_device_alloc + num_device_free during them; async: every allocation is a
+steps (a capture among them copies its inputs into the persistent pool, which may map a chunk);
+caching: num_device_alloc + num_device_free during them; async: every allocation is a
 cudaMallocAsync call (not counted).
+The DiT's sparse steps call memplan.attention under every allocator: under caching and async its
+workspace comes from a memplan compiler made for it (persistent pool), in device_used too.
+Outputs: the DiT's latents after the last step, the other models' last output; "bitwise =
+caching" compares their SHA-256 with the caching allocator's (CUBLAS_WORKSPACE_CONFIG=:4096:8 and
+deterministic cuDNN in every run).
 """
 
 import argparse
