@@ -48,8 +48,10 @@ void* memplan_torch_alloc(size_t size, int device, void* stream) {
   try {
     return compiler_for(device).allocate(size, StreamRef{stream});
   } catch (...) {
-    callback_failed(
-        fmt::format("memplan_torch_alloc(size={}, device={}, stream={})", size, device, stream));
+    callback_failed([&] {
+      return fmt::format("memplan_torch_alloc(size={}, device={}, stream={})", size, device,
+                         stream);
+    });
     // PyTorch's pluggable allocator does not check for NULL: say why before a kernel faults.
     std::fprintf(stderr, "[memplan E] %s\n", last_error());
     return nullptr;
@@ -61,8 +63,10 @@ void memplan_torch_free(void* ptr, size_t size, int device, void* stream) {
   try {
     existing_compiler(device).deallocate(ptr, StreamRef{stream});
   } catch (...) {
-    callback_failed(fmt::format("memplan_torch_free(ptr={}, size={}, device={}, stream={})", ptr,
-                                size, device, stream));
+    callback_failed([&] {
+      return fmt::format("memplan_torch_free(ptr={}, size={}, device={}, stream={})", ptr, size,
+                         device, stream);
+    });
   }
 }
 

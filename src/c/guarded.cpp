@@ -49,7 +49,7 @@ std::string error_message(const char* call, int device, const std::string& what)
 
 int set_error(int code, std::string message) { return set_last_error(code, std::move(message)); }
 
-void callback_failed(const std::string& call) noexcept {
+void record_callback_failed(const std::string& call) noexcept {
   auto [code, what] = current_exception_status();
   try {
     record_callback_failure(code, call + ": " + what);

@@ -38,6 +38,19 @@ int guarded(const char* call, int device, Body&& body) noexcept {
 
 // For alloc and free, inside their catch block: records "<call>: <what>" as a callback failure
 // (last_error.hpp). `call` names the arguments.
-void callback_failed(const std::string& call) noexcept;
+void record_callback_failed(const std::string& call) noexcept;
+
+// The same, with the call described by `describe()` (formatting may throw: then the failure is
+// still recorded and counted, without the call's arguments).
+template <class Describe>
+void callback_failed(Describe&& describe) noexcept {
+  std::string call;
+  try {
+    call = std::forward<Describe>(describe)();
+  } catch (...) {
+    call = {};  // no memory: keep the code and the count
+  }
+  record_callback_failed(call);
+}
 
 }  // namespace memplan::c_api
