@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memplan/c/memplan_torch.h"
@@ -106,6 +107,23 @@ TEST(CApi, ForeignAndDoubleFreesAreReportedAndLeaveThePlanIntact) {
 
   EXPECT_EQ(run_step(device, &result), pointers);
   EXPECT_EQ(result.kind, 0);
+}
+
+TEST(CApi, AFailedFreeOnAnotherThreadIsSeenFromThisOne) {
+  const int device = fresh_device();
+  void* p = memplan_torch_alloc(kMiB, device, nullptr);
+  const auto failures = memplan_torch_callback_failures();
+  memplan_torch_clear_error();
+  std::thread other([&] {
+    memplan_torch_free(p, kMiB, device, nullptr);
+    memplan_torch_free(p, kMiB, device, nullptr);  // PyTorch's free thread, a double free
+  });
+  other.join();
+  EXPECT_EQ(memplan_torch_callback_failures(), failures + 1);
+  EXPECT_EQ(memplan_torch_last_callback_status(), MEMPLAN_E_DOUBLE_FREE);
+  EXPECT_NE(std::string(memplan_torch_last_callback_error()).find("size=1048576"),
+            std::string::npos);
+  EXPECT_EQ(last_error(), "");  // this thread's last error is its own
 }
 
 TEST(CApi, AttentionIsUnsupportedInTheHostLibrary) {
