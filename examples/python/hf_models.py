@@ -32,8 +32,16 @@ SHAPES = {
 
 
 def _seeded(factory, seed):
+    """The model made on the GPU in bf16 (its random init runs there: fast, and the same numbers
+    in every process), in eval mode."""
     torch.manual_seed(seed)
-    model = factory()
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cuda"):
+            model = factory()
+    finally:
+        torch.set_default_dtype(default)
     return model.to(device="cuda", dtype=torch.bfloat16).eval()
 
 
