@@ -298,12 +298,14 @@ def markdown(rows, header):
         breaks = "-" if r["breaks"] is None else f"{r['breaks']} ({r['branches']})"
         calls = r["allocator_calls_measured"]
         equal = r["bitwise_equal_to_caching"]
+        launches = str(r["graph_launches"]) + (
+            f" ({r['capture_failures']} capture failed)" if r["capture_failures"] else "")
         lines.append(
             f"| {r['model']} | {r['allocator']} | {_gib(r['peak_total_bytes'])} | "
             f"{_gib(r['step_peak_bytes'])} | {_gib(r['lower_bound_bytes'])} | "
             f"{'-' if ratio is None else f'{ratio:.3f}'} | {_gib(r['device_used_bytes'])} | "
             f"{r['median_step_ms']:.2f} | {r['median_host_ms']:.2f} | {breaks} | "
-            f"{'-' if r['rogues'] is None else r['rogues']} | {r['graph_launches']} | "
+            f"{'-' if r['rogues'] is None else r['rogues']} | {launches} | "
             f"{'-' if calls is None else calls} | {'-' if equal is None else equal} |")
     return "\n".join(lines) + "\n"
 
