@@ -18,8 +18,10 @@ call to the end of the synchronize) and host time (the call alone), the peaks, m
 and a SHA-256 of the final output. Writes <out>/torch_allocators.json and .md.
 
 Memory columns (bytes):
-  peak_total       caching/async: torch.cuda.max_memory_reserved(); memplan: the largest
-                   mapped_bytes + pool_mapped_bytes seen after a step
+  peak_total       caching/async: torch.cuda.max_memory_reserved() over the measured steps
+                   (their reserve only grows); memplan: the largest mapped_bytes +
+                   pool_mapped_bytes sampled after each step (a recording step's mapping before
+                   its trim is not seen)
   persistent       what was live before the loop (weights, inputs): memory_allocated(), or
                    memplan's pool_live_bytes
   step_peak        peak_total - persistent: what the steps cost on top of the model
