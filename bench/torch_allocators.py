@@ -105,6 +105,15 @@ def _workload(model, settings, quick):
     return model, fn, lambda i: inputs, keep, lambda: last["out"]
 
 
+def _torch_stat(call):
+    """A PyTorch memory statistic, or None where the allocator backend does not keep it."""
+    try:
+        return call()
+    except RuntimeError as e:
+        print(f"torch_allocators: {call.__name__} unavailable: {e}", file=sys.stderr)
+        return None
+
+
 def worker(args):
     import torch
 
@@ -138,9 +147,9 @@ def worker(args):
                 if memplan_mode:
                     after_warmup = memplan.stats()
                 else:
-                    before = torch.cuda.memory_allocated()
-                    torch.cuda.reset_peak_memory_stats()
-                    after_warmup = torch.cuda.memory_stats()
+                    before = _torch_stat(torch.cuda.memory_allocated)
+                    _torch_stat(torch.cuda.reset_peak_memory_stats)
+                    after_warmup = _torch_stat(torch.cuda.memory_stats) or {}
             a = step_args(i)
             start = time.perf_counter()
             if memplan_mode:
@@ -183,17 +192,19 @@ def worker(args):
             "stats": stats,
         })
     else:
-        stats = torch.cuda.memory_stats()
+        stats = _torch_stat(torch.cuda.memory_stats) or {}
+        allocated = _torch_stat(torch.cuda.max_memory_allocated)
         result.update({
-            "peak_total_bytes": torch.cuda.max_memory_reserved(),
+            "peak_total_bytes": _torch_stat(torch.cuda.max_memory_reserved),
             "persistent_bytes": before,
-            "lower_bound_bytes": torch.cuda.max_memory_allocated() - before,
+            "lower_bound_bytes": None if None in (allocated, before) else allocated - before,
         })
         if args.allocator == "caching" and "num_device_alloc" in stats:
             result["allocator_calls_measured"] = (
                 stats["num_device_alloc"] - after_warmup.get("num_device_alloc", 0)
                 + stats["num_device_free"] - after_warmup.get("num_device_free", 0))
-    result["step_peak_bytes"] = result["peak_total_bytes"] - result["persistent_bytes"]
+    peak, persistent = result["peak_total_bytes"], result["persistent_bytes"]
+    result["step_peak_bytes"] = None if None in (peak, persistent) else peak - persistent
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)
 
@@ -245,9 +256,9 @@ def summarise(runs):
         if r.get("allocator") == "caching" and "output_sha256" in r:
             reference.setdefault(r["model"], set()).add(r["output_sha256"])
     for model in dict.fromkeys(r["model"] for r in runs):
-        memplan_bound = max((r.get("lower_bound_bytes", 0) for r in runs
-                             if r["model"] == model and r["allocator"].startswith("memplan")
-                             and "error" not in r), default=None)
+        memplan_bound = _most(r.get("lower_bound_bytes") for r in runs
+                              if r["model"] == model and r["allocator"].startswith("memplan")
+                              and "error" not in r)
         for allocator in ALLOCATORS:
             mine = [r for r in runs if r["model"] == model and r["allocator"] == allocator]
             if not mine:
@@ -256,15 +267,16 @@ def summarise(runs):
             row = {"model": model, "allocator": allocator, "runs": len(mine),
                    "errors": [r["error"] for r in mine if "error" in r]}
             if ok:
-                bound = memplan_bound or max(r["lower_bound_bytes"] for r in ok)
-                step_peak = max(r["step_peak_bytes"] for r in ok)
+                bound = memplan_bound or _most(r["lower_bound_bytes"] for r in ok)
+                step_peak = _most(r["step_peak_bytes"] for r in ok)
                 refs = reference.get(model, set())
                 row.update({
-                    "peak_total_bytes": max(r["peak_total_bytes"] for r in ok),
+                    "peak_total_bytes": _most(r["peak_total_bytes"] for r in ok),
                     "step_peak_bytes": step_peak,
                     "lower_bound_bytes": bound,
-                    "step_peak_over_lower_bound": step_peak / bound if bound else None,
-                    "device_used_bytes": max(r["device_used_bytes"] for r in ok),
+                    "step_peak_over_lower_bound": (
+                        step_peak / bound if bound and step_peak is not None else None),
+                    "device_used_bytes": _most(r["device_used_bytes"] for r in ok),
                     "median_step_ms": statistics.median(s for r in ok for s in r["step_ms"]),
                     "median_host_ms": statistics.median(r["median_host_ms"] for r in ok),
                     "breaks": _most(r.get("breaks") for r in ok),

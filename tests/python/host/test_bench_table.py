@@ -16,7 +16,8 @@ GiB = 1 << 30
 def run(allocator, repeat, step_ms, peak, persistent, bound, digest, **extra):
     r = {"model": "vit", "allocator": allocator, "repeat": repeat, "step_ms": step_ms,
          "median_host_ms": 0.1, "peak_total_bytes": peak, "persistent_bytes": persistent,
-         "step_peak_bytes": peak - persistent, "lower_bound_bytes": bound,
+         "step_peak_bytes": None if peak is None else peak - persistent,
+         "lower_bound_bytes": bound,
          "device_used_bytes": peak, "output_sha256": digest}
     r.update(extra)
     return r
@@ -48,3 +49,16 @@ def test_rows_take_medians_worst_memory_and_memplans_bound():
     assert "| vit | async | failed: exit 1: boom |" in table
     caching_line = next(line for line in table.splitlines() if line.startswith("| vit | caching"))
     assert "| 5.00 | 2.00 | 2.500 |" in caching_line  # step peak, memplan's bound, their ratio
+
+
+def test_an_allocator_without_memory_statistics_shows_dashes():
+    runs = [run("memplan", 0, [5.0], 3 * GiB, GiB, GiB, "a", breaks=0, branches=1, rogues=0,
+                allocator_calls_measured=0),
+            run("async", 0, [6.0], None, None, None, "a")]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    assert rows["async"]["step_peak_bytes"] is None
+    assert rows["async"]["step_peak_over_lower_bound"] is None
+    assert rows["async"]["lower_bound_bytes"] == GiB  # memplan's
+    line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
+                if x.startswith("| vit | async"))
+    assert line.startswith("| vit | async | - | - | 1.00 | - |")
