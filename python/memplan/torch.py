@@ -12,11 +12,13 @@ pools) is written down in docs/pytorch.md, "Limitations".
 """
 
 import ctypes
+import warnings
 
 from . import _library, api
 from .errors import MemplanError
 
 _installed = False
+_graph_state_keepers = {}  # device -> an empty graph that keeps its generator's graph state
 
 ATTENTION_MODES = ("dense", "tau", "topk", "coarse")
 
@@ -51,6 +53,8 @@ def install(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_byt
             f"allocated before install); call install first. PyTorch said: {e}") from e
     api._device_hook = torch.cuda.current_device
     _installed = True
+    # The current device's compiler now, so that step/scope/pause work before the first tensor.
+    api.init(torch.cuda.current_device())
     return allocator
 
 
@@ -67,12 +71,25 @@ def warm_up(stream=None, device=None):
 
     device = api.default_device() if device is None else device
     stream = torch.cuda.current_stream(device) if stream is None else stream
+    if not api.initialised(device):
+        api.init(device)
     with torch.cuda.stream(stream), api.pause(device), torch.no_grad():
         for dtype in (torch.bfloat16, torch.float16, torch.float32):
             a = torch.ones(64, 64, device=f"cuda:{device}", dtype=dtype)
             bias = torch.ones(64, device=f"cuda:{device}", dtype=dtype)
             torch.nn.functional.linear(a, a, bias)
             a @ a
+        if device not in _graph_state_keepers:
+            # A CUDA generator allocates its graph state (two 8-byte tensors) when the first
+            # graph registers with it and frees it when the last one goes. A graph kept for the
+            # process makes that state once, here in the pool, and not in each captured step,
+            # where it would break the step's branch and leave rogues.
+            graph = torch.cuda.CUDAGraph()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "The CUDA Graph is empty": it is meant to be
+                with torch.cuda.graph(graph):  # on its own side stream
+                    pass
+            _graph_state_keepers[device] = graph
     stream.synchronize()
 
 

@@ -75,7 +75,7 @@ const char* memplan_torch_version(void) { return MEMPLAN_VERSION_STRING; }
 const char* memplan_torch_backend(void) { return backend_name(); }
 
 void memplan_torch_default_options(memplan_torch_options* options) {
-  if (options != nullptr) *options = to_c_options(CompilerOptions{});
+  if (options != nullptr) *options = to_c_options(default_compiler_options());
 }
 
 int memplan_torch_configure(const memplan_torch_options* options) {

@@ -11,6 +11,7 @@ namespace memplan::c_api {
 namespace {
 
 constexpr int kLogUnchanged = -1;
+constexpr std::size_t kPoolChunkBytes = std::size_t{2} << 20;
 constexpr int kLogOff = static_cast<int>(LogLevel::Off);
 
 void keep_if_set(std::size_t& field, std::size_t value) {
@@ -28,6 +29,16 @@ memplan_torch_options to_c_options(const CompilerOptions& options) {
                                .log_level = kLogUnchanged};
 }
 
+CompilerOptions default_compiler_options() {
+  CompilerOptions options;
+  // PyTorch hands the pool its weights and every tensor made outside steps one by one: 2 MiB
+  // chunks (the granule of an H200 mapping, and the size of the caching allocator's small
+  // segments) keep the pool's mapped bytes near its live bytes; 64 MiB chunks, the compiler's
+  // default, cost a small model up to 64 MiB of padding.
+  options.pool_chunk_bytes = kPoolChunkBytes;
+  return options;
+}
+
 CompilerOptions to_compiler_options(const memplan_torch_options& c) {
   if (c.alignment != 0 && !std::has_single_bit(c.alignment)) {
     throw InvalidArgument(fmt::format("alignment {} is not a power of two", c.alignment));
@@ -38,7 +49,7 @@ CompilerOptions to_compiler_options(const memplan_torch_options& c) {
                     "6 off)",
                     c.log_level, kLogOff));
   }
-  CompilerOptions options;
+  CompilerOptions options = default_compiler_options();
   keep_if_set(options.reserve_bytes, c.reserve_bytes);
   keep_if_set(options.chunk_bytes, c.chunk_bytes);
   keep_if_set(options.pool_reserve_bytes, c.pool_reserve_bytes);

@@ -130,6 +130,7 @@ def test_trim_and_release_between_steps_keep_replaying(alloc, device):
 def test_options_reach_new_compilers(lib):
     defaults = memplan.default_options()
     assert defaults["chunk_bytes"] == 2 * MiB and defaults["alignment"] == 256
+    assert defaults["pool_chunk_bytes"] == 2 * MiB  # PyTorch's tensors come one by one
     memplan.configure(reserve_bytes=256 * MiB, chunk_bytes=2 * MiB, pool_reserve_bytes=256 * MiB,
                       pool_chunk_bytes=2 * MiB, alignment=4096)
     try:
