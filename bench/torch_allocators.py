@@ -18,10 +18,10 @@ call to the end of the synchronize) and host time (the call alone), the peaks, m
 and a SHA-256 of the final output. Writes <out>/torch_allocators.json and .md.
 
 Memory columns (bytes):
-  peak_total       caching/async: torch.cuda.max_memory_reserved() over the measured steps
-                   (their reserve only grows); memplan: the largest mapped_bytes +
-                   pool_mapped_bytes sampled after each step (a recording step's mapping before
-                   its trim is not seen)
+  peak_total       over the measured steps, after each allocator gave back what it held beyond
+                   its live memory at the end of the warm-up (torch.cuda.empty_cache(),
+                   memplan.trim()): caching/async: torch.cuda.max_memory_reserved(); memplan: the
+                   largest mapped_bytes + pool_mapped_bytes sampled after each step
   persistent       what was live before the loop (weights, inputs): memory_allocated(), or
                    memplan's pool_live_bytes
   step_peak        peak_total - persistent: what the steps cost on top of the model
@@ -143,10 +143,16 @@ def worker(args):
     with torch.no_grad():
         for i in range(steps):
             if i == settings["warmup"]:
+                # Each allocator gives back what it holds beyond its live memory, as a long
+                # running program would once its first steps are done; the peaks are then the
+                # steady state's, over the measured steps.
                 torch.cuda.synchronize()
                 if memplan_mode:
+                    memplan.trim()
+                    total_peak = 0
                     after_warmup = memplan.stats()
                 else:
+                    torch.cuda.empty_cache()
                     before = _torch_stat(torch.cuda.memory_allocated)
                     _torch_stat(torch.cuda.reset_peak_memory_stats)
                     after_warmup = _torch_stat(torch.cuda.memory_stats) or {}
