@@ -77,7 +77,7 @@ NcclComm::~NcclComm() {
 }
 
 void NcclComm::all_to_all(const void* send, void* recv, std::size_t bytes_per_rank,
-                          StreamRef stream) const {
+                          StreamRef stream) {
   const auto& a = api();
   const auto* from = static_cast<const std::byte*>(send);
   auto* to = static_cast<std::byte*>(recv);
@@ -101,7 +101,7 @@ void NcclComm::all_to_all(const void* send, void* recv, std::size_t bytes_per_ra
   a.check(end, "ncclGroupEnd");
 }
 
-void NcclComm::all_gather(const void* send, void* recv, std::size_t bytes, StreamRef stream) const {
+void NcclComm::all_gather(const void* send, void* recv, std::size_t bytes, StreamRef stream) {
   api().check(api().AllGather(send, recv, bytes, abi::kUint8, comm_, stream.native),
               "ncclAllGather");
 }

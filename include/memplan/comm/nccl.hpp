@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "memplan/comm/communicator.hpp"
 #include "memplan/types.hpp"
 
 namespace memplan::comm {
@@ -48,7 +49,7 @@ struct NcclUniqueId {
   std::array<char, 128> bytes{};
 };
 
-class NcclComm {
+class NcclComm final : public Communicator {
  public:
   [[nodiscard]] static NcclUniqueId unique_id();
   // One communicator per device of this process, in one call (ncclCommInitAll): rank i uses
@@ -61,17 +62,18 @@ class NcclComm {
   NcclComm& operator=(NcclComm&& other) noexcept;
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
-  ~NcclComm();
+  ~NcclComm() override;
 
-  [[nodiscard]] int rank() const noexcept { return rank_; }
-  [[nodiscard]] int ranks() const noexcept { return ranks_; }
+  [[nodiscard]] int rank() const noexcept override { return rank_; }
+  [[nodiscard]] int ranks() const noexcept override { return ranks_; }
 
   // Every rank sends block r of `send` to rank r and receives rank r's block into block r of
   // `recv`; blocks are `bytes_per_rank` long (send and recv: ranks() blocks each). Grouped sends
   // and receives, so any NCCL 2.x runs it. `stream` must be on this rank's device.
-  void all_to_all(const void* send, void* recv, std::size_t bytes_per_rank, StreamRef stream) const;
+  void all_to_all(const void* send, void* recv, std::size_t bytes_per_rank,
+                  StreamRef stream) override;
   // Rank r's `bytes` land at block r of `recv` on every rank.
-  void all_gather(const void* send, void* recv, std::size_t bytes, StreamRef stream) const;
+  void all_gather(const void* send, void* recv, std::size_t bytes, StreamRef stream) override;
 
  private:
   NcclComm() = default;
