@@ -243,10 +243,6 @@ void Compiler::trim() {
   if (impl_->cursor.running()) throw InvalidState("trim: a step is running");
   impl_->trim_arena();
   impl_->pool.trim();
-  // The pool's free chunks held the room kept for the learned sites: map it again now, so that
-  // the next replayed step makes no backend call.
-  impl_->pool_room_stale = !impl_->learned_sites.empty();
-  impl_->reserve_learned_sites();
   if (check_ != nullptr) check_->trim();
 }
 

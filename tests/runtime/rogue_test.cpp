@@ -118,28 +118,6 @@ TEST(Rogues, ARogueOfAReplayedStepIsLearnedAndThePlansMoveClearOfIt) {
 
 // Learning is by site: the same tag on another path is another site, served from its own plan
 // (it is freed inside its step there, so it never becomes a rogue).
-// trim() hands the pool's free chunks back, the room kept for learned sites among them; it maps
-// that room again at once, so the next replayed step still makes no backend call (guarantee 2).
-// (The output-kept-to-the-next-step pattern of a PyTorch loop, with trim() as its empty_cache.)
-TEST(Rogues, TrimKeepsTheRoomOfLearnedSitesSoReplayStillMakesNoBackendCall) {
-  Harness h;
-  const auto step = [&] {
-    auto guard = h.compiler().step("denoise");
-    if (h.is_live(7)) h.release(7);
-    h.allocate(1, 1 << 16);
-    h.allocate(7, 3 << 20);  // kept to the next step: a learned site, 3 MiB (over a pool chunk)
-    h.release(1);
-  };
-  for (int s = 0; s < 4; ++s) step();
-  h.compiler().trim();
-  const auto calls = h.compiler().stats().backend_calls.memory_calls();
-  for (int s = 0; s < 3; ++s) step();
-  const Stats st = h.compiler().stats();
-  EXPECT_EQ(st.learned_rogue_sites, 1u);
-  EXPECT_EQ(st.backend_calls.memory_calls(), calls);
-  h.expect_all_intact();
-}
-
 TEST(Rogues, ALearnedSiteDoesNotCaptureTheSameTagOnANewPath) {
   Harness h;
   {

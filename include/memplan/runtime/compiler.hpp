@@ -195,8 +195,7 @@ class Compiler {
   [[nodiscard]] BranchTrace branch_trace(std::string_view step, std::size_t branch) const;
 
   // Between steps: unmaps planned-arena memory above what the plans and live rogues need, and the
-  // pool's free chunks at its top, then maps back the pool's room for the learned rogue sites (so
-  // replay still makes no backend call). Waits for the arena's user streams first.
+  // pool's free chunks at its top. Waits for the arena's user streams first.
   void trim();
   // Between steps: unmaps all planned-arena memory (addresses kept; the next step maps it back).
   // Throws InvalidState while rogues live in the arena.
