@@ -19,7 +19,7 @@ and a SHA-256 of the final output. Writes <out>/torch_allocators.json and .md.
 
 Memory columns (bytes):
   peak_total       over the measured steps, after each allocator gave back what it held beyond
-                   its live memory at the end of the warm-up (torch.cuda.empty_cache(),
+                   its live memory before the last warm-up step (torch.cuda.empty_cache(),
                    memplan.trim()): caching/async: torch.cuda.max_memory_reserved(); memplan: the
                    largest mapped_bytes + pool_mapped_bytes sampled after each step
   persistent       what was live before the loop (weights, inputs): memory_allocated(), or
@@ -142,17 +142,22 @@ def worker(args):
     before = after_warmup = None
     with torch.no_grad():
         for i in range(steps):
-            if i == settings["warmup"]:
-                # Each allocator gives back what it holds beyond its live memory, as a long
-                # running program would once its first steps are done; the peaks are then the
-                # steady state's, over the measured steps.
+            if i == settings["warmup"] - 1:
+                # Before the last warm-up step, each allocator gives back what it holds beyond
+                # its live memory, as a long-running program would once its first steps are
+                # done (memplan's learned sites map their room again in that step); the peaks are
+                # then the steady state's, over the measured steps.
                 torch.cuda.synchronize()
                 if memplan_mode:
                     memplan.trim()
+                else:
+                    torch.cuda.empty_cache()
+            if i == settings["warmup"]:
+                torch.cuda.synchronize()
+                if memplan_mode:
                     total_peak = 0
                     after_warmup = memplan.stats()
                 else:
-                    torch.cuda.empty_cache()
                     before = _torch_stat(torch.cuda.memory_allocated)
                     _torch_stat(torch.cuda.reset_peak_memory_stats)
                     after_warmup = _torch_stat(torch.cuda.memory_stats) or {}
