@@ -145,10 +145,11 @@ inline std::map<std::size_t, std::size_t> budgets_by_resident(Config c, Platform
   o.chunk_bytes = c.chunk_mib << 20;
   o.pool_chunk_bytes = std::size_t{2} << 20;
   std::map<std::size_t, std::size_t> out;
+  memplan::stream::StreamingInputs in = streaming_inputs(c, model, o);  // one probe
   for (std::size_t mib = 1; mib < 64; ++mib) {
-    c.vram_budget = mib << 20;
+    in.budget_bytes = mib << 20;
     try {
-      out.emplace(plan_streaming(c, model, o).resident_blocks, c.vram_budget);
+      out.emplace(memplan::stream::choose_streaming(in).resident_blocks, in.budget_bytes);
     } catch (const memplan::OutOfMemory&) {
     }
   }
