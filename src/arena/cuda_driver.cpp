@@ -52,6 +52,7 @@ Loaded load() {
     resolve(get_proc, "cuInit", d.Init);
     resolve(get_proc, "cuDeviceGet", d.DeviceGet);
     resolve(get_proc, "cuDeviceGetCount", d.DeviceGetCount);
+    resolve(get_proc, "cuDeviceCanAccessPeer", d.DeviceCanAccessPeer);
     resolve(get_proc, "cuDevicePrimaryCtxRetain", d.DevicePrimaryCtxRetain);
     resolve(get_proc, "cuDevicePrimaryCtxRelease", d.DevicePrimaryCtxRelease);
     resolve(get_proc, "cuCtxGetCurrent", d.CtxGetCurrent);

@@ -12,6 +12,7 @@ struct CudaDriver {
   decltype(&::cuInit) Init = nullptr;
   decltype(&::cuDeviceGet) DeviceGet = nullptr;
   decltype(&::cuDeviceGetCount) DeviceGetCount = nullptr;
+  decltype(&::cuDeviceCanAccessPeer) DeviceCanAccessPeer = nullptr;
   decltype(&::cuDevicePrimaryCtxRetain) DevicePrimaryCtxRetain = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) DevicePrimaryCtxRelease = nullptr;
   decltype(&::cuCtxGetCurrent) CtxGetCurrent = nullptr;

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 namespace memplan::arena {
 namespace {
 
@@ -24,7 +26,55 @@ CUmemAllocationProp chunk_properties(int device) {
 
 CUdeviceptr dptr(void* va) { return reinterpret_cast<CUdeviceptr>(va); }
 
+// A peer that is not another existing device, or cannot reach `device`, is refused by name.
+void check_peer(const CudaDriver& d, int peer, CUdevice device, int count) {
+  if (peer < 0 || peer >= count) {
+    throw InvalidArgument(
+        fmt::format("cuda-vmm backend: peer device {} does not exist ({} devices)", peer, count));
+  }
+  CUdevice peer_device = 0;
+  d.check(d.DeviceGet(&peer_device, peer), "cuDeviceGet");
+  if (peer_device == device) {
+    throw InvalidArgument(
+        fmt::format("cuda-vmm backend: device {} is listed as its own peer", peer));
+  }
+  int can = 0;
+  d.check(d.DeviceCanAccessPeer(&can, peer_device, device), "cuDeviceCanAccessPeer");
+  if (can == 0) {
+    throw InvalidArgument(fmt::format(
+        "cuda-vmm backend: device {} cannot access device {}'s memory (no peer-to-peer path)", peer,
+        static_cast<int>(device)));
+  }
+}
+
 }  // namespace
+
+// With no context current, the device's stays current after the call (as the runtime would make
+// it); with another device's current, that one comes back when the call is done.
+class CudaVmmBackend::ContextScope {
+ public:
+  explicit ContextScope(const CudaVmmBackend& backend) {
+    const CudaDriver& d = CudaDriver::get();
+    CUcontext current = nullptr;
+    d.check(d.CtxGetCurrent(&current), "cuCtxGetCurrent");
+    const auto mine = static_cast<CUcontext>(backend.context_);
+    if (current == mine) return;
+    d.check(d.CtxSetCurrent(mine), "cuCtxSetCurrent");
+    if (current != nullptr) restore_ = current;
+  }
+  ~ContextScope() {
+    if (restore_ == nullptr) return;
+    const CudaDriver& d = CudaDriver::get();
+    if (d.CtxSetCurrent(restore_) != CUDA_SUCCESS) {
+      logger().error("cuda-vmm backend: could not make the caller's context current again");
+    }
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  CUcontext restore_ = nullptr;
+};
 
 bool CudaVmmBackend::available() noexcept {
   if (!CudaDriver::loaded()) return false;
@@ -45,10 +95,11 @@ CudaVmmBackend::CudaVmmBackend(CudaVmmOptions options) : options_(options) {
   d.check(d.DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   context_ = ctx;
   try {
-    bind();
+    const ContextScope scope(*this);
     const CUmemAllocationProp prop = chunk_properties(options_.device);
     d.check(d.MemGetAllocationGranularity(&granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
             "cuMemGetAllocationGranularity");
+    for (const int peer : options_.peer_devices) check_peer(d, peer, dev, count);
   } catch (...) {
     (void)d.DevicePrimaryCtxRelease(dev);  // best effort: the first error is the one to report
     throw;
@@ -67,17 +118,9 @@ CudaVmmBackend::~CudaVmmBackend() {
   }
 }
 
-void CudaVmmBackend::bind() const {
-  const CudaDriver& d = CudaDriver::get();
-  CUcontext current = nullptr;
-  d.check(d.CtxGetCurrent(&current), "cuCtxGetCurrent");
-  if (current == nullptr)
-    d.check(d.CtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
-}
-
 void* CudaVmmBackend::do_reserve_va(std::size_t bytes) {
   const CudaDriver& d = CudaDriver::get();
-  bind();
+  const ContextScope scope(*this);
   CUdeviceptr va = 0;
   d.check(d.MemAddressReserve(&va, bytes, granularity_, 0, 0), "cuMemAddressReserve");
   return reinterpret_cast<void*>(va);
@@ -90,7 +133,7 @@ void CudaVmmBackend::do_free_va(void* va, std::size_t bytes) {
 
 ChunkHandle CudaVmmBackend::do_create_chunk(std::size_t bytes) {
   const CudaDriver& d = CudaDriver::get();
-  bind();
+  const ContextScope scope(*this);
   const CUmemAllocationProp prop = chunk_properties(options_.device);
   CUmemGenericAllocationHandle handle = 0;
   d.check(d.MemCreate(&handle, bytes, &prop, 0), "cuMemCreate");
@@ -110,11 +153,13 @@ void CudaVmmBackend::do_map(void* va, std::size_t bytes, ChunkHandle chunk) {
 
 void CudaVmmBackend::do_set_access(void* va, std::size_t bytes) {
   const CudaDriver& d = CudaDriver::get();
-  CUmemAccessDesc access{};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = options_.device;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  d.check(d.MemSetAccess(dptr(va), bytes, &access, 1), "cuMemSetAccess");
+  std::vector<CUmemAccessDesc> access(1 + options_.peer_devices.size());
+  for (std::size_t i = 0; i < access.size(); ++i) {
+    access[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access[i].location.id = i == 0 ? options_.device : options_.peer_devices[i - 1];
+    access[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  d.check(d.MemSetAccess(dptr(va), bytes, access.data(), access.size()), "cuMemSetAccess");
 }
 
 void CudaVmmBackend::do_unmap(void* va, std::size_t bytes) {
@@ -124,7 +169,7 @@ void CudaVmmBackend::do_unmap(void* va, std::size_t bytes) {
 
 FenceHandle CudaVmmBackend::do_create_fence(StreamRef) {
   const CudaDriver& d = CudaDriver::get();
-  bind();
+  const ContextScope scope(*this);
   CUevent event = nullptr;
   d.check(d.EventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
   return reinterpret_cast<FenceHandle>(event);
@@ -156,14 +201,14 @@ bool CudaVmmBackend::do_fence_passed(FenceHandle fence) {
 
 void CudaVmmBackend::do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) {
   const CudaDriver& d = CudaDriver::get();
-  bind();  // the default stream is the current context's
+  const ContextScope scope(*this);  // the default stream is the current context's
   d.check(d.MemsetD32Async(dptr(va), pattern, bytes / 4, static_cast<CUstream>(stream.native)),
           "cuMemsetD32Async");
 }
 
 std::size_t CudaVmmBackend::do_free_bytes() {
   const CudaDriver& d = CudaDriver::get();
-  bind();
+  const ContextScope scope(*this);
   std::size_t free = 0;
   std::size_t total = 0;
   d.check(d.MemGetInfo(&free, &total), "cuMemGetInfo");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "core/json_writer.hpp"
 #include "html_script.hpp"
 #include "memplan/draw/model.hpp"
 #include "memplan/draw/picture.hpp"
@@ -15,8 +16,8 @@
 namespace memplan::draw {
 namespace {
 
-using detail::json_string;
 using detail::xml_escape;
+using memplan::detail::json_string;
 
 // "name:[v0,v1,...]," over the drawn buffers.
 template <typename Value>

@@ -36,23 +36,6 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20 || c == '<' || c == '>' || c == '&') {
-      out += fmt::format("\\u{:04x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
 std::string describe_buffer(const plan::Buffer& buffer, Bytes offset, std::string_view tag) {
   return fmt::format("{}{}{} · {} ({} B) · live [{}, {}) · at [{}, {})", buffer.id,
                      tag.empty() ? "" : " · ", tag, human_bytes(buffer.size), buffer.size,

@@ -1,5 +1,5 @@
-// Text placed into the pictures: escaped for XML/HTML attributes and content, or as a JSON
-// string safe inside an HTML <script> element (no "</script>" can appear in it).
+// Text placed into the pictures: escaped for XML/HTML attributes and content. (JSON strings inside
+// the HTML's <script> come from core's json_string, which escapes < > & too.)
 #pragma once
 
 #include <string>
@@ -11,7 +11,6 @@
 namespace memplan::draw::detail {
 
 [[nodiscard]] std::string xml_escape(std::string_view text);
-[[nodiscard]] std::string json_string(std::string_view text);
 
 // "id · tag · 1.36 GiB (1460288880 B) · live [0, 12) · at [0 B, 1.36 GiB)": what a hover or a
 // title says about one buffer.

@@ -10,6 +10,7 @@
 #include "compiler_impl.hpp"
 #include "memplan/draw/picture.hpp"
 #include "memplan/plan/csv.hpp"
+#include "memplan/plan/json_trace.hpp"
 #include "memplan/plan/lower_bound.hpp"
 #include "memplan/tree/branch_planner.hpp"
 
@@ -71,6 +72,7 @@ void write_branch_trace(const std::filesystem::path& path, const BranchTrace& tr
   const std::span<const std::string> tags =
       tagged ? std::span<const std::string>(trace.tags) : std::span<const std::string>();
   if (ext == ".csv") return plan::write_csv_file(path, trace.problem, trace.offsets, tags);
+  if (ext == ".json") return plan::write_json_trace_file(path, trace.problem, trace.offsets, tags);
   if (ext == ".svg" || ext == ".html" || ext == ".htm") {
     return draw::write_picture(
         path, trace.problem, trace.offsets,
@@ -81,8 +83,8 @@ void write_branch_trace(const std::filesystem::path& path, const BranchTrace& tr
          .tags = tags});
   }
   throw InvalidArgument(fmt::format(
-      "{}: cannot tell what to write from the extension '{}' (.csv: the trace with its plan; "
-      ".svg or .html: a picture)",
+      "{}: cannot tell what to write from the extension '{}' (.csv or .json: the trace with its "
+      "plan; .svg or .html: a picture)",
       path.string(), ext));
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <mutex>
 
 #include "check_mode.hpp"
@@ -69,11 +70,13 @@ Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
     : backend(backend_),
       options(checked(std::move(options_), backend_)),
       default_alignment(to_bytes(options.default_alignment)),
-      arena(backend_, options.reserve_bytes,
+      budget(backend_, options.memory_budget_bytes != 0 ? options.memory_budget_bytes
+                                                        : std::numeric_limits<std::size_t>::max()),
+      arena(budget, options.reserve_bytes,
             arena::ArenaOptions{.chunk_bytes = options.chunk_bytes, .name = "planned arena"}),
-      pool(backend_, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
-                                        .chunk_bytes = options.pool_chunk_bytes,
-                                        .name = "persistent pool"}),
+      pool(budget, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
+                                      .chunk_bytes = options.pool_chunk_bytes,
+                                      .name = "persistent pool"}),
       lock(options.thread_safe),
       last_stream(no_stream_yet()) {}
 
@@ -216,6 +219,11 @@ std::vector<BreakRecord> Compiler::breaks() const {
 std::string Compiler::report() const {
   const std::lock_guard guard(impl_->lock);
   return check_ != nullptr ? impl_->report() + check_->summary() : impl_->report();
+}
+
+std::string Compiler::report_json() const {
+  const std::lock_guard guard(impl_->lock);
+  return impl_->report_json();
 }
 
 std::vector<std::pair<std::string, std::size_t>> Compiler::step_branches() const {

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "compiler_lock.hpp"
+#include "live_bytes.hpp"
+#include "memplan/arena/limiting_backend.hpp"
 #include "memplan/arena/persistent_pool.hpp"
 #include "memplan/runtime/branch_trace.hpp"
 #include "memplan/runtime/compiler.hpp"
@@ -54,6 +56,7 @@ struct Compiler::Impl {
     void* p = planned_address(n.offset);
     cursor.replayed_alloc(c, p);
     ++stats.replayed_allocations;
+    live_bytes.step_allocated(n.key.size, stats.live_rogue_bytes, pool.allocated_bytes());
     return p;
   }
   bool try_replay_free(void* p) {
@@ -64,11 +67,13 @@ struct Compiler::Impl {
       return false;
     const tree::AllocationTree& g = cursor.tree();
     const tree::Node& n = g.node(c);
-    if (n.kind != tree::EventKind::Free || cursor.live(n.buffer) != p ||
-        g.node(n.buffer).persistent) [[unlikely]] {
+    if (n.kind != tree::EventKind::Free || cursor.live(n.buffer) != p) [[unlikely]]
       return false;
-    }
+    const tree::Node& buffer = g.node(n.buffer);
+    if (buffer.persistent) [[unlikely]]
+      return false;
     cursor.replayed_next_free(c, n.buffer);
+    live_bytes.step_freed(buffer.key.size);
     return true;
   }
 
@@ -109,6 +114,7 @@ struct Compiler::Impl {
   [[nodiscard]] std::string scope_path() const;
   [[nodiscard]] Stats snapshot() const;
   [[nodiscard]] std::string report() const;
+  [[nodiscard]] std::string report_json() const;  // report_json.cpp
   [[nodiscard]] BranchTrace branch_trace(std::string_view step, std::size_t branch) const;
   [[nodiscard]] std::string describe_memory() const;
   // An OutOfMemory naming the request that failed (an allocation, or begin_step's mapping), what
@@ -116,6 +122,7 @@ struct Compiler::Impl {
   [[noreturn]] void rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const;
   [[noreturn]] void rethrow_begin_step_failure(std::string_view name,
                                                const OutOfMemory& cause) const;
+  [[noreturn]] void throw_out_of_memory(std::string_view request, const OutOfMemory& cause) const;
 
   // Where planned offset `offset` is: plans are laid out from the window on.
   [[nodiscard]] void* planned_address(Bytes offset) const noexcept {
@@ -129,6 +136,10 @@ struct Compiler::Impl {
   arena::PhysicalBackend& backend;
   CompilerOptions options;
   Bytes default_alignment;  // options.default_alignment, in the tree's units
+  // The arena's and the pool's way to `backend`: holds them to the memory budget (or to no limit)
+  // and keeps the high-water mark of what they map.
+  arena::LimitingBackend budget;
+  mutable std::uint64_t budget_refusals_seen = 0;  // budget.refusals() at the last OutOfMemory
   PlannedArena arena;
   arena::PersistentPool pool;
   mutable CompilerLock lock;
@@ -152,6 +163,7 @@ struct Compiler::Impl {
   bool pool_room_stale = false;  // a site was learned or leaked: map room at step end
 
   Stats stats;
+  LiveBytes live_bytes;
   std::vector<BreakRecord> break_log;
 };
 

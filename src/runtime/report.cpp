@@ -87,63 +87,112 @@ Stats Compiler::Impl::snapshot() const {
   const arena::PoolStats pool_stats = pool.stats();
   s.pool_mapped_bytes = pool_stats.mapped_bytes;
   s.pool_live_bytes = pool_stats.allocated_bytes;
+  s.arena_live_bytes = live_bytes.step_bytes() + stats.live_rogue_bytes;
+  s.arena_peak_live_bytes = live_bytes.arena_peak();
+  s.pool_peak_live_bytes = live_bytes.pool_peak();
+  s.peak_live_rogue_bytes = live_bytes.rogue_peak();
+  s.live_bytes = s.arena_live_bytes + s.pool_live_bytes;
+  s.peak_live_bytes = live_bytes.total_peak();
+  s.peak_mapped_bytes = budget.peak_used_bytes();
+  s.memory_budget_bytes = options.memory_budget_bytes;
   s.backend_calls = backend.calls();
   return s;
 }
 
 // What is mapped and what is live when memory ran out: the running step's arena buffers (its
-// learned-site buffers are in the pool), the rogues and the pool. An error path: walks are fine.
+// learned-site buffers are in the pool), the rogues and the pool, then the largest live buffers
+// with their tags, which say what holds the memory. An error path: walks are fine.
 std::string Compiler::Impl::describe_memory() const {
-  std::size_t step_buffers = 0;
-  Bytes step_bytes = 0;
+  struct LiveBuffer {
+    Bytes size;
+    std::uint64_t tag;
+    std::string_view kind;
+  };
+  std::vector<LiveBuffer> buffers;
+  const tree::AllocationTree* g = cursor.running() ? &cursor.tree() : nullptr;
   if (cursor.running() && cursor.replaying()) {
-    const tree::AllocationTree& g = cursor.tree();
-    for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
-      const tree::Node& node = g.node(n);
+    for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g->node(n).parent) {
+      const tree::Node& node = g->node(n);
       if (node.kind != tree::EventKind::Alloc || node.persistent || cursor.live(n) == nullptr) {
         continue;
       }
-      ++step_buffers;
-      step_bytes += node.key.size;
+      buffers.push_back({node.key.size, node.key.tag, "step"});
     }
   } else if (cursor.running()) {
     for (const auto& [p, instance] : recording.live()) {
-      ++step_buffers;
-      step_bytes += instance.size;
+      const std::uint64_t tag = instance.node == tree::kNoNode ? 0 : g->node(instance.node).key.tag;
+      buffers.push_back({instance.size, tag, "step"});
     }
   }
-  return fmt::format(
-      "mapped: {} B in the planned arena, {} B in the pool; live: {} B in {} buffer(s) of the "
-      "step, {} B in {} rogue(s), {} B allocated in the pool",
-      arena.raw().mapped_bytes(), pool.arena().mapped_bytes(), step_bytes, step_buffers,
-      stats.live_rogue_bytes, stats.live_rogues, pool.stats().allocated_bytes);
+  Bytes step_bytes = 0;
+  for (const LiveBuffer& b : buffers) step_bytes += b.size;
+  const std::size_t step_buffers = buffers.size();
+  for (const auto& [p, r] : rogues.all()) buffers.push_back({r.size, r.tag, "rogue"});
+  std::string text = fmt::format(
+      "mapped: {} in the planned arena, {} in the pool; live: {} in {} buffer(s) of the step, "
+      "{} in {} rogue(s), {} allocated in the pool",
+      human_bytes(to_bytes(arena.raw().mapped_bytes())),
+      human_bytes(to_bytes(pool.arena().mapped_bytes())), human_bytes(step_bytes), step_buffers,
+      human_bytes(to_bytes(stats.live_rogue_bytes)), stats.live_rogues,
+      human_bytes(to_bytes(pool.allocated_bytes())));
+  if (buffers.empty()) return text;
+  std::stable_sort(buffers.begin(), buffers.end(),
+                   [](const LiveBuffer& a, const LiveBuffer& b) { return a.size > b.size; });
+  constexpr std::size_t kShown = 8;
+  text += "; largest live:";
+  for (std::size_t i = 0; i < std::min(kShown, buffers.size()); ++i) {
+    const auto name = tag_names.find(buffers[i].tag);
+    text += fmt::format("{} {} {} ({})", i == 0 ? "" : ",",
+                        name == tag_names.end() ? std::string_view("untagged") : name->second,
+                        human_bytes(buffers[i].size), buffers[i].kind);
+  }
+  if (buffers.size() > kShown) text += fmt::format(", {} more", buffers.size() - kShown);
+  return text;
+}
+
+// A failure the budget caused (the budget refused a chunk since the last failure) becomes
+// BudgetExceeded, naming the budget; any other stays OutOfMemory. Both carry the request, the
+// memory and the cause.
+[[noreturn]] void Compiler::Impl::throw_out_of_memory(std::string_view request,
+                                                      const OutOfMemory& cause) const {
+  const std::uint64_t refusals = budget.refusals();
+  const bool by_budget = options.memory_budget_bytes != 0 && refusals != budget_refusals_seen;
+  budget_refusals_seen = refusals;
+  if (by_budget) {
+    throw BudgetExceeded(fmt::format(
+        "{}: over the memory budget of {} (CompilerOptions::memory_budget_bytes; {} mapped "
+        "now); {}. Cause: {}",
+        request, human_bytes(to_bytes(options.memory_budget_bytes)),
+        human_bytes(to_bytes(budget.used_bytes())), describe_memory(), cause.what()));
+  }
+  throw OutOfMemory(
+      fmt::format("{}: out of memory; {}. Cause: {}", request, describe_memory(), cause.what()));
 }
 
 void Compiler::Impl::rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const {
   std::string request;
+  const std::string size = human_bytes(to_bytes(bytes));
   if (!cursor.running()) {
-    request = fmt::format("allocate {} B in the persistent pool (outside steps)", bytes);
+    request = fmt::format("allocate {} in the persistent pool (outside steps)", size);
   } else if (pause_depth > 0 || !cursor.on_step_thread()) {
-    request = fmt::format("allocate {} B in the persistent pool ({}, in step '{}' at event {})",
-                          bytes, pause_depth > 0 ? "inside a pause" : "from another thread",
+    request = fmt::format("allocate {} in the persistent pool ({}, in step '{}' at event {})", size,
+                          pause_depth > 0 ? "inside a pause" : "from another thread",
                           cursor.step().name, cursor.events());
   } else {
     constexpr std::array<std::string_view, 3> kModes{"replaying", "recording",
                                                      "dynamic, past the branch cap"};
-    request = fmt::format("allocate {} B in step '{}' at event {} ({})", bytes, cursor.step().name,
+    request = fmt::format("allocate {} in step '{}' at event {} ({})", size, cursor.step().name,
                           cursor.events(), kModes[static_cast<std::size_t>(cursor.mode())]);
   }
-  throw OutOfMemory(
-      fmt::format("{}: out of memory; {}. Cause: {}", request, describe_memory(), cause.what()));
+  throw_out_of_memory(request, cause);
 }
 
 void Compiler::Impl::rethrow_begin_step_failure(std::string_view name,
                                                 const OutOfMemory& cause) const {
   const auto it = trees.find(name);
   const Bytes plans = it == trees.end() ? 0 : it->second->tree.arena_bytes();
-  throw OutOfMemory(
-      fmt::format("begin_step '{}': mapping the {} B of its plans: out of memory; {}. Cause: {}",
-                  name, plans, describe_memory(), cause.what()));
+  throw_out_of_memory(
+      fmt::format("begin_step '{}': mapping the {} of its plans", name, human_bytes(plans)), cause);
 }
 
 namespace {
@@ -175,6 +224,7 @@ std::string describe_peak(const std::vector<TagShare>& shares) {
 
 std::string Compiler::Impl::report() const {
   const Stats s = snapshot();
+  const auto human = [](std::uint64_t bytes) { return human_bytes(to_bytes(bytes)); };
   std::string out = fmt::format(
       "memplan compiler report\n"
       "  steps: {} recorded, {} replayed, {} aborted, {} dynamic\n"
@@ -182,27 +232,45 @@ std::string Compiler::Impl::report() const {
       "  branches: {}\n"
       "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites; {} frees "
       "out of order\n"
-      "  rogues: {} ({} B) found, {} ({} B) live, {} sites learned ({} forgotten); plans moved "
+      "  rogues: {} ({}) found, {} ({}) live, {} sites learned ({} forgotten); plans moved "
       "clear of them {} times\n"
-      "  planned peak: {} B (lower bound {} B)\n"
-      "  arena: {} B mapped of {} B reserved; pool: {} B allocated, {} B mapped\n"
+      "  planned peak: {} (lower bound {})\n"
+      "  arena: {} mapped of {} reserved; pool: {} allocated, {} mapped\n"
       "  backend calls: {} memory calls, {} in all\n",
       s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.breaks,
       s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2], s.branches,
       s.replayed_allocations, s.recorded_allocations, s.paused_allocations,
-      s.learned_site_allocations, s.frees_out_of_order, s.rogues, s.rogue_bytes, s.live_rogues,
-      s.live_rogue_bytes, s.learned_rogue_sites, s.forgotten_rogue_sites, s.window_moves,
-      s.planned_peak_bytes, s.lower_bound_bytes, s.mapped_bytes, s.reserved_bytes,
-      s.pool_live_bytes, s.pool_mapped_bytes, s.backend_calls.memory_calls(),
-      s.backend_calls.total());
+      s.learned_site_allocations, s.frees_out_of_order, s.rogues, human(s.rogue_bytes),
+      s.live_rogues, human(s.live_rogue_bytes), s.learned_rogue_sites, s.forgotten_rogue_sites,
+      s.window_moves, human(s.planned_peak_bytes), human(s.lower_bound_bytes),
+      human(s.mapped_bytes), human(s.reserved_bytes), human(s.pool_live_bytes),
+      human(s.pool_mapped_bytes), s.backend_calls.memory_calls(), s.backend_calls.total());
+  out += fmt::format(
+      "  live: {} now ({} arena, {} pool); peak {} ({} arena, {} pool, {} rogues at most)\n"
+      "  mapped: {} now, {} at most\n",
+      human_bytes(to_bytes(s.live_bytes)), human_bytes(to_bytes(s.arena_live_bytes)),
+      human_bytes(to_bytes(s.pool_live_bytes)), human_bytes(to_bytes(s.peak_live_bytes)),
+      human_bytes(to_bytes(s.arena_peak_live_bytes)), human_bytes(to_bytes(s.pool_peak_live_bytes)),
+      human_bytes(to_bytes(s.peak_live_rogue_bytes)),
+      human_bytes(to_bytes(s.mapped_bytes + s.pool_mapped_bytes)),
+      human_bytes(to_bytes(s.peak_mapped_bytes)));
+  if (s.memory_budget_bytes != 0) {
+    out +=
+        fmt::format("  budget: {}; headroom {} now, {} at the peak\n",
+                    human_bytes(to_bytes(s.memory_budget_bytes)),
+                    human_bytes(to_bytes(s.memory_budget_bytes) -
+                                to_bytes(s.mapped_bytes + s.pool_mapped_bytes)),
+                    human_bytes(to_bytes(s.memory_budget_bytes) - to_bytes(s.peak_mapped_bytes)));
+  }
   for (const auto& [name, g] : trees) {
     out += fmt::format("  step '{}': {} runs, {} branches, {} events in the tree\n", name, g->steps,
                        g->tree.branch_count(), g->tree.node_count() - 1);
     for (std::size_t b = 0; b < g->tree.branch_count(); ++b) {
       const tree::Branch& br = g->tree.branch(static_cast<tree::BranchId>(b));
-      out += fmt::format("    branch {}: {} events, plan {} B, bound {} B, {}{}\n", b,
-                         g->tree.node(br.end).depth, br.arena_bytes, br.lower_bound, br.algorithm,
-                         br.proven_optimal ? " (optimal)" : "");
+      out += fmt::format("    branch {}: {} events, plan {}, bound {}, gap {}, {}{}\n", b,
+                         g->tree.node(br.end).depth - 1, human_bytes(br.arena_bytes),
+                         human_bytes(br.lower_bound), human_bytes(br.arena_bytes - br.lower_bound),
+                         br.algorithm, br.proven_optimal ? " (optimal)" : "");
       out += "      peak: " + describe_peak(peak_tags(branch_trace(name, b))) + "\n";
     }
   }
@@ -216,7 +284,8 @@ std::string Compiler::Impl::report() const {
   }
   for (const auto& [p, r] : rogues.all()) {
     const auto name = tag_names.find(r.tag);
-    out += fmt::format("  live rogue: {} B at offset {}{} from step {} '{}'\n", r.size, r.offset,
+    out += fmt::format("  live rogue: {} at offset {}{} from step {} '{}'\n", human_bytes(r.size),
+                       r.offset,
                        name == tag_names.end() ? std::string() : " tagged '" + name->second + "'",
                        r.step, r.step_name);
   }

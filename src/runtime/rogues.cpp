@@ -42,6 +42,8 @@ std::uint64_t Compiler::Impl::harvest_rogues(bool learn_sites) {
   }
   cursor.pooled().clear();
   cursor.forget_live();
+  live_bytes.step_ended();
+  live_bytes.noted(stats.live_rogue_bytes, pool.allocated_bytes());
   reserve_learned_sites();
   return stats.rogues - rogues_before;
 }
@@ -125,7 +127,7 @@ void Compiler::Impl::reserve_learned_sites() {
 
 // A learned site whose buffer was freed inside its step 8 steps in a row has stopped being a
 // rogue: if a plan placed it before it was learned (its range is then kept in every plan through
-// it, see branch_planner.cpp) and no replay relied on its being in the pool (pooled_past_free), it
+// it, see branch_planner.cpp) and no replay relied on its being in the pool (pool_only), it
 // is served from the plan again and its pool room goes. Each time
 // a site is forgotten and learned again, it must stay quiet twice as long (up to 255 steps), so
 // a site that leaks now and then settles in the pool instead of costing a rogue each time.
@@ -133,7 +135,7 @@ void Compiler::Impl::note_learned_site_freed(NodeId node) {
   tree::Node& n = tree().node(node);
   const unsigned needed = std::min(8u << std::min<unsigned>(n.forgotten, 5), 255u);
   if (n.quiet_steps < needed) ++n.quiet_steps;
-  if (n.quiet_steps < needed || n.offset == tree::kUnplanned || n.pooled_past_free) return;
+  if (n.quiet_steps < needed || n.offset == tree::kUnplanned || n.pool_only) return;
   n.persistent = false;
   n.quiet_steps = 0;
   if (n.forgotten < 255) ++n.forgotten;

@@ -38,7 +38,7 @@ void StepCursor::pass_to(NodeId node) {
       late_.push_back(buffer);
       // Served from the pool, it may outlive its Free node; from the plan it could not, so it
       // is never forgotten (a seen path would break on its range).
-      if (g.node(buffer).persistent) g.node(buffer).pooled_past_free = true;
+      if (g.node(buffer).persistent) g.node(buffer).pool_only = true;
     }
   }
   at_ = g.node(node).parent;

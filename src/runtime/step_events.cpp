@@ -64,6 +64,7 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     }
     void* p = pool.allocate(bytes, align);
     ++stats.paused_allocations;
+    live_bytes.noted(stats.live_rogue_bytes, pool.allocated_bytes());
     return p;
   }
   const tree::AllocKey key{to_bytes(bytes), to_bytes(align), tree::tag_hash(tag)};
@@ -80,6 +81,13 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     });
     if (match != tree::kNoNode) [[likely]] {
       cursor.pass_to(match);
+      tree::Node& n = tree().node(match);
+      // A learned site is served from the pool wherever its planned range is held: then the plan
+      // of this path must not keep that range for it.
+      if (n.persistent && n.offset != tree::kUnplanned &&
+          !(rogues.clear(n.offset, n.key.size) && cursor.clear_of_late(n, {}))) {
+        n.pool_only = true;
+      }
       return serve_replayed(match, bytes);
     }
     const bool held = cursor.find_reachable(matches) != tree::kNoNode;
@@ -97,9 +105,11 @@ void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
     p = pool.allocate(bytes, to_size(n.key.alignment));
     cursor.pooled().emplace(p, node);
     ++stats.learned_site_allocations;
+    live_bytes.noted(stats.live_rogue_bytes, pool.allocated_bytes());
   } else {
     p = planned_address(n.offset);
     ++stats.replayed_allocations;
+    live_bytes.step_allocated(n.key.size, stats.live_rogue_bytes, pool.allocated_bytes());
   }
   cursor.replayed_alloc(node, p);
   return p;
@@ -121,6 +131,8 @@ void Compiler::Impl::deallocate(void* p) {
           pool.deallocate(p);
           cursor.pooled().erase(p);
           note_learned_site_freed(buffer);
+        } else {
+          live_bytes.step_freed(g.node(buffer).key.size);
         }
         if (cursor.replayed_free(buffer, next ? c : tree::kNoNode)) ++stats.frees_out_of_order;
         return;
@@ -212,6 +224,7 @@ void* Compiler::Impl::record_allocate(const tree::AllocKey& key, std::string_vie
   void* p = planned_address(*offset);
   recording.add(p, Instance{cursor.recorded_alloc(key, p), *offset, key.size});
   ++stats.recorded_allocations;
+  live_bytes.step_allocated(key.size, stats.live_rogue_bytes, pool.allocated_bytes());
   return p;
 }
 
@@ -223,7 +236,9 @@ void Compiler::Impl::record_free(void* p) {
     cursor.pooled().erase(it);
     if (node != tree::kNoNode) note_learned_site_freed(node);
   } else {
-    node = recording.release(p).node;
+    const Instance instance = recording.release(p);
+    node = instance.node;
+    live_bytes.step_freed(instance.size);
   }
   cursor.recorded_free(node);
 }
@@ -327,6 +342,7 @@ void Compiler::Impl::abort_step() noexcept {
 }
 
 void Compiler::Impl::finish_step() noexcept {
+  live_bytes.step_ended();  // what was live became rogues (harvest_rogues)
   cursor.finish();
   recording.finish();
   // Scopes opened in the step close with it; those opened before it (a model-wide scope) stay.

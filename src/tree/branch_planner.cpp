@@ -3,7 +3,8 @@
 // persistent by the time a branch is planned, so normally none is left). A persistent site that
 // has an offset (it was learned after a plan placed it) keeps its range in every later plan, so
 // that it can be forgotten - served from the plan again - without overlapping anything; unless a
-// replay kept its buffer in the pool past its Free node (pooled_past_free), which rules that out.
+// replay served it from the pool while its range was not free for it (pool_only: its buffer
+// outlived its Free node, or a buffer freed late or a rogue held the range), which rules that out.
 #include "memplan/tree/branch_planner.hpp"
 
 #include <fmt/format.h>
@@ -26,8 +27,7 @@ plan::Problem branch_problem(const AllocationTree& tree, BranchId branch,
   if (nodes != nullptr) nodes->clear();
   for (const NodeId id : tree.path_to(end)) {
     const Node& n = tree.node(id);
-    if (n.kind == EventKind::Alloc &&
-        (!n.persistent || (n.offset != kUnplanned && !n.pooled_past_free))) {
+    if (n.kind == EventKind::Alloc && (!n.persistent || (n.offset != kUnplanned && !n.pool_only))) {
       index_of.emplace(id, problem.buffers.size());
       plan::Buffer b{.id = fmt::format("node{}", id),
                      .lower = static_cast<plan::Time>(n.depth),

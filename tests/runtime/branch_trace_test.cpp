@@ -1,6 +1,7 @@
 // A recorded branch exported: the planner problem of its path, the plan the compiler made for it,
 // its tags; re-planned it gives the plan's size back; its peak is named by tag; written as CSV it
 // reads back, as a picture it draws; asking for a step or branch that does not exist is named.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -61,7 +62,7 @@ TEST(BranchTrace, ThePeakIsNamedByTagInTheTraceAndInTheReport) {
       << h.compiler().report();
 }
 
-TEST(BranchTrace, WrittenAsCsvItReadsBackAndAsAPictureItDraws) {
+TEST(BranchTrace, WrittenAsCsvOrJsonItReadsBackAndAsAPictureItDraws) {
   Harness h;
   h.run_step(attention_step());
   const BranchTrace t = h.compiler().branch_trace("denoise", 0);
@@ -73,6 +74,20 @@ TEST(BranchTrace, WrittenAsCsvItReadsBackAndAsAPictureItDraws) {
   const plan::CsvProblem back = plan::read_csv_file_with_lines(dir / "branch.csv");
   EXPECT_EQ(back.offsets, t.offsets);
   EXPECT_EQ(back.tags, t.tags);
+  write_branch_trace(dir / "branch.json", t);
+  std::ifstream json(dir / "branch.json");
+  std::stringstream json_text;
+  json_text << json.rdbuf();
+  // One buffer a line, with its offset and tag (the tool's tests read such files back).
+  EXPECT_EQ(
+      json_text.str().rfind(R"({"schema": "memplan.trace", "schema_version": 1, "buffers": [)", 0),
+      0u);
+  for (std::size_t i = 0; i < t.offsets.size(); ++i) {
+    EXPECT_NE(json_text.str().find(fmt::format(R"("offset": {})", t.offsets[i])),
+              std::string::npos);
+  }
+  EXPECT_NE(json_text.str().find(R"("tag": ")" + t.tags[0] + "\""), std::string::npos)
+      << json_text.str();
   write_branch_trace(dir / "branch.svg", t);
   std::ifstream svg(dir / "branch.svg");
   std::stringstream text;

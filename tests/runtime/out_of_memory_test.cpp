@@ -77,10 +77,10 @@ TEST(OutOfMemory, WhileRecordingItNamesTheRequestMappedAndLiveBytesAndTheStepGoe
     h.allocate(1, kMiB);
     const std::string message =
         out_of_memory_message([&] { (void)h.compiler().allocate(8 * kMiB); });
-    expect_names(message, {"allocate 8388608 B in step 'denoise' at event 1 (recording)",
-                           "mapped: 2097152 B in the planned arena, 2097152 B in the pool",
-                           "live: 1048576 B in 1 buffer(s) of the step, 65536 B in 1 rogue(s), "
-                           "4096 B allocated in the pool",
+    expect_names(message, {"allocate 8.00 MiB in step 'denoise' at event 1 (recording)",
+                           "mapped: 2.00 MiB in the planned arena, 2.00 MiB in the pool",
+                           "live: 1.00 MiB in 1 buffer(s) of the step, 64.0 KiB in 1 rogue(s), "
+                           "4.00 KiB allocated in the pool",
                            "limit of 64.0 MiB"});
     h.allocate(2, 2 * kMiB);  // smaller: it fits, and the step goes on
     h.release(1);
@@ -114,8 +114,8 @@ TEST(OutOfMemory, WhileRecordingAnUncaughtOneAbortsTheStepAndMemoryReturnsToTheB
       owners.allocate(2, 4 * kMiB, false);  // a break, then recording needs 2 more chunks
       ADD_FAILURE() << "no OutOfMemory";
     } catch (const OutOfMemory& e) {
-      expect_names(e.what(), {"allocate 4194304 B in step 'denoise' at event 1 (recording)",
-                              "live: 4096 B in 1 buffer(s) of the step, 65536 B in 1 rogue(s)"});
+      expect_names(e.what(), {"allocate 4.00 MiB in step 'denoise' at event 1 (recording)",
+                              "live: 4.00 KiB in 1 buffer(s) of the step, 64.0 KiB in 1 rogue(s)"});
     }
   }
   EXPECT_FALSE(h.compiler().in_step());
@@ -138,12 +138,12 @@ TEST(OutOfMemory, InAPauseItNamesThePoolAndTheStepGoesOn) {
       auto pause = h.compiler().pause();
       const std::string message =
           out_of_memory_message([&] { (void)h.compiler().allocate(3 * kMiB); });
-      expect_names(message, {"allocate 3145728 B in the persistent pool (inside a pause, in step "
+      expect_names(message, {"allocate 3.00 MiB in the persistent pool (inside a pause, in step "
                              "'denoise' at event 1)",
                              // the plans' chunk and the rogue's, which the plans moved away from
-                             "mapped: 4194304 B in the planned arena, 2097152 B in the pool",
-                             "live: 4096 B in 1 buffer(s) of the step, 65536 B in 1 rogue(s), "
-                             "4096 B allocated in the pool"});
+                             "mapped: 4.00 MiB in the planned arena, 2.00 MiB in the pool",
+                             "live: 4.00 KiB in 1 buffer(s) of the step, 64.0 KiB in 1 rogue(s), "
+                             "4.00 KiB allocated in the pool"});
       h.allocate(70, 8192);  // room in the pool's chunk: it fits
     }
     for (const Op& op : kAbortProgram) {
@@ -172,9 +172,9 @@ TEST(OutOfMemory, AtALearnedRogueSiteWhileReplayingItIsNamedAndTheStepCanAbort) 
       owners.allocate(9, kMiB, false);  // replayed at a learned site: the pool must grow
       ADD_FAILURE() << "no OutOfMemory";
     } catch (const OutOfMemory& e) {
-      expect_names(e.what(), {"allocate 1048576 B in step 'denoise' at event 1 (replaying)",
-                              "mapped: 2097152 B in the planned arena, 0 B in the pool",
-                              "live: 4096 B in 1 buffer(s) of the step, 0 B in 0 rogue(s), 0 B "
+      expect_names(e.what(), {"allocate 1.00 MiB in step 'denoise' at event 1 (replaying)",
+                              "mapped: 2.00 MiB in the planned arena, 0 B in the pool",
+                              "live: 4.00 KiB in 1 buffer(s) of the step, 0 B in 0 rogue(s), 0 B "
                               "allocated in the pool",
                               "persistent pool: out of memory: requested 1.00 MiB"});
     }
@@ -198,14 +198,14 @@ TEST(OutOfMemory, OutsideStepsAndFromAnotherThreadThePoolIsNamedWithTheReason) {
   LimitedHarness h;
   auto other = leave_only(h, 0);
   expect_names(out_of_memory_message([&] { (void)h.compiler().allocate(kMiB); }),
-               {"allocate 1048576 B in the persistent pool (outside steps)",
+               {"allocate 1.00 MiB in the persistent pool (outside steps)",
                 "mapped: 0 B in the planned arena, 0 B in the pool"});
   auto step = h.compiler().step("denoise");
   std::string message;
   std::thread([&] {
     message = out_of_memory_message([&] { (void)h.compiler().allocate(kMiB); });
   }).join();
-  expect_names(message, {"allocate 1048576 B in the persistent pool (from another thread, in step "
+  expect_names(message, {"allocate 1.00 MiB in the persistent pool (from another thread, in step "
                          "'denoise' at event 0)"});
 }
 
@@ -223,9 +223,10 @@ TEST(OutOfMemory, AtBeginStepItNamesThePlanToMapAndNoStepStarts) {
   {
     auto other = leave_only(h, 4 * kMiB);
     const std::string message = out_of_memory_message([&] { h.compiler().begin_step("denoise"); });
-    expect_names(message, {fmt::format("begin_step 'denoise': mapping the {} B of its plans", plan),
-                           "mapped: 0 B in the planned arena, 2097152 B in the pool",
-                           "live: 0 B in 0 buffer(s) of the step, 0 B in 0 rogue(s), 4096 B "
+    expect_names(message, {fmt::format("begin_step 'denoise': mapping the {} of its plans",
+                                       human_bytes(static_cast<Bytes>(plan))),
+                           "mapped: 0 B in the planned arena, 2.00 MiB in the pool",
+                           "live: 0 B in 0 buffer(s) of the step, 0 B in 0 rogue(s), 4.00 KiB "
                            "allocated in the pool"});
     EXPECT_FALSE(h.compiler().in_step());
     EXPECT_EQ(h.compiler().stats().mapped_bytes, 0u);

@@ -60,6 +60,39 @@ TEST(Rogues, ABufferFreedOneStepLateIsLearnedWithoutABreak) {
   EXPECT_EQ(st.learned_site_allocations, 19u);
 }
 
+// Found by a random program (live_bytes_test.cpp): a learned site whose planned range lies where a
+// buffer is still live because its free was skipped is served from the pool, which is right; the
+// plan of the branch that step then records must not keep the site's range, or the buffer freed
+// late (live to the end) and the site's range overlap and no plan exists (end_step threw).
+TEST(Rogues, ALearnedSiteServedFromThePoolOverABufferFreedLateStillLetsTheStepBePlanned) {
+  Harness h;
+  const auto step = [&](bool skip_free_of_1, bool leak_3, bool extra) {
+    Program p{alloc(1, 200'000), alloc(2, 1000)};
+    if (!skip_free_of_1) p.push_back(free_(1));
+    p.push_back(alloc(3, 256));  // planned inside buffer 1's range, once 1 is freed
+    p.push_back(alloc(4, 4096));
+    if (extra) p.push_back(alloc(5, 12'288));  // a new path: the step records a branch
+    if (!leak_3) p.push_back(free_(3));
+    p.push_back(free_(2));
+    p.push_back(free_(4));
+    if (extra) p.push_back(free_(5));
+    h.run_step(p);
+  };
+  step(false, false, false);  // records the path
+  step(false, true, false);   // 3 is a rogue: its site is learned (kept in the pool)
+  h.release(3);
+  step(false, false, false);  // replays, 3 from the pool
+  // 1 is not freed where the path frees it: 3's planned range is held, the pool serves it; then
+  // the step breaks and its branch is planned with 1 live to the end.
+  ASSERT_NO_THROW(step(true, false, true));
+  h.release(1);
+  EXPECT_EQ(h.compiler().stats().branches, 2u);
+  for (int i = 0; i < 3; ++i) step(false, false, false);  // the first path still replays
+  EXPECT_EQ(h.compiler().stats().steps_replayed, 5u);     // the rogue step replayed too
+  EXPECT_EQ(h.overlaps(), 0u);
+  EXPECT_EQ(h.mismatches(), 0u);
+}
+
 TEST(Rogues, ARogueOfAReplayedStepIsLearnedAndThePlansMoveClearOfIt) {
   Harness h;
   const Program program{alloc(1, 1 << 16), free_(1), alloc(2, 1 << 16), free_(2)};

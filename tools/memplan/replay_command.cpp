@@ -1,7 +1,8 @@
 // `memplan replay`: runs a trace through the memory compiler on the host backend, step after
 // step, as a program would (allocate at a buffer's lower instant, free at its upper), and prints
 // what the compiler did: which steps replayed, breaks, backend memory calls, mapped bytes, the
-// plan against its lower bound. The analogue of RMM's replay benchmark, for memplan's runtime.
+// plan against its lower bound, and on request the compiler's own report (the tags at each
+// branch's peak, live and peak bytes). The analogue of RMM's replay benchmark, for memplan.
 // The host backend maps real memory but nothing is written, so pages are never touched.
 #include <fmt/core.h>
 
@@ -31,6 +32,7 @@ struct ReplayArgs {
   std::uint64_t chunk_bytes = std::uint64_t{2} << 20;
   std::uint64_t alignment = 256;
   bool json = false;
+  bool report = false;
 };
 
 struct Event {
@@ -130,6 +132,7 @@ void run_replay(const ReplayArgs& args) {
     out["mapped_bytes"] = stats.mapped_bytes;
     out["breaks"] = stats.breaks;
     out["memory_calls_in_replayed_steps"] = replayed_calls;
+    out["compiler"] = Json::parse(compiler.report_json());
     fmt::print("{}\n", out.dump());
     return;
   }
@@ -150,6 +153,7 @@ void run_replay(const ReplayArgs& args) {
                                          static_cast<double>(stats.lower_bound_bytes),
       human_bytes(static_cast<Bytes>(peak)), human_bytes(static_cast<Bytes>(stats.mapped_bytes)),
       stats.breaks, replayed_calls);
+  if (args.report) fmt::print("\n{}", compiler.report());
 }
 
 }  // namespace
@@ -173,7 +177,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                    "every pointer's alignment, as CompilerOptions::default_alignment")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  replay->add_flag("--json", args->json, "one JSON object with exact bytes");
+  replay->add_flag("--json", args->json,
+                   "one JSON object with exact bytes, the compiler's JSON report under 'compiler'");
+  replay->add_flag("--report", args->report, "print the compiler's report after the table");
   replay->callback(reporting_errors("replay", exit_code, [args] { run_replay(*args); }));
 }
 

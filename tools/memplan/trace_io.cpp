@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "memplan/error.hpp"
+#include "memplan/plan/json_trace.hpp"
 #include "memplan/plan/problem.hpp"
 
 namespace memplan::tool {
@@ -153,10 +154,10 @@ class JsonTraceReader {
                            schema == root.end() ? "missing" : schema->dump()));
     }
     if (version == root.end() || !version->is_number_integer() ||
-        version->get<int>() != kTraceSchemaVersion) {
-      fail({},
-           fmt::format("trace schema_version {} is not supported; expected {}",
-                       version == root.end() ? "missing" : version->dump(), kTraceSchemaVersion));
+        version->get<int>() != plan::kTraceSchemaVersion) {
+      fail({}, fmt::format("trace schema_version {} is not supported; expected {}",
+                           version == root.end() ? "missing" : version->dump(),
+                           plan::kTraceSchemaVersion));
     }
   }
 
@@ -224,26 +225,6 @@ class JsonTraceReader {
   std::vector<std::size_t> starts_;
 };
 
-void write_json_trace(std::ostream& out, const plan::Problem& problem,
-                      std::span<const Bytes> offsets, std::span<const std::string> tags) {
-  // One buffer a line: diffable, and readable by people and by line-oriented tools.
-  out << "{\"schema\": \"memplan.trace\", \"schema_version\": " << kTraceSchemaVersion
-      << ", \"buffers\": [";
-  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
-    const plan::Buffer& b = problem.buffers[i];
-    Json row;
-    row["id"] = b.id;
-    row["lower"] = b.lower;
-    row["upper"] = b.upper;
-    row["size"] = b.size;
-    row["alignment"] = b.alignment;
-    if (!offsets.empty()) row["offset"] = offsets[i];
-    if (!tags.empty() && !tags[i].empty()) row["tag"] = tags[i];
-    out << (i == 0 ? "\n  " : ",\n  ") << row.dump();
-  }
-  out << "\n]}\n";
-}
-
 void refuse_snapshot(const fs::path& path) {
   if (path.extension() == ".pickle") {
     throw InvalidArgument(
@@ -282,13 +263,7 @@ void write_trace(const fs::path& path, const plan::Problem& problem, std::span<c
   }
   refuse_snapshot(path);
   if (path.extension() != ".json") return plan::write_csv_file(path, problem, offsets, tags);
-  std::ofstream out(path);
-  if (!out) {
-    throw Error(
-        fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
-  }
-  write_json_trace(out, problem, offsets, tags);
-  if (!out.flush()) throw Error(fmt::format("{}: write failed", path.string()));
+  plan::write_json_trace_file(path, problem, offsets, tags);
 }
 
 }  // namespace memplan::tool

@@ -1,10 +1,8 @@
 // Traces on disk, as the tool reads and writes them: MiniMalloc CSV (with memplan's side columns
 // `offset` and `tag`) or memplan's JSON trace, chosen by the file's extension.
 //
-// The JSON trace: {"schema": "memplan.trace", "schema_version": 1, "buffers": [{"id": "a",
-// "lower": 0, "upper": 4, "size": 64, "alignment": 256, "offset": 0, "tag": "attention.q"}, ...]}
-// with alignment, offset and tag optional (an offset on every buffer or on none). Sizes are exact
-// bytes. Every error names file:line:column (of the buffer's object for a bad value).
+// The JSON trace (memplan/plan/json_trace.hpp writes it): alignment, offset and tag optional when
+// read. Every error names file:line:column (of the buffer's object for a bad value).
 #pragma once
 
 #include <filesystem>
@@ -14,8 +12,6 @@
 #include "memplan/plan/csv.hpp"
 
 namespace memplan::tool {
-
-inline constexpr int kTraceSchemaVersion = 1;
 
 enum class TraceFormat { Csv, Json };
 

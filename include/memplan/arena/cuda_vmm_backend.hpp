@@ -5,9 +5,13 @@
 // CudaError("CUDA driver not available: ..."). Built only when memplan is built with CUDA
 // (MEMPLAN_HAVE_CUDA_VMM is then defined); this header needs no CUDA header.
 //
-// Calls run in the device's primary context (the one the CUDA runtime uses), made current on the
-// calling thread when no context is.
+// Calls run in the device's primary context (the one the CUDA runtime uses): made current on the
+// calling thread when no context is, and made current for the call (then the caller's restored)
+// when another device's is. So one backend per device, driven from any thread, keeps its memory
+// and its events on its own device. Streams passed to it must belong to its device.
 #pragma once
+
+#include <vector>
 
 #include "memplan/arena/backend.hpp"
 
@@ -15,6 +19,10 @@ namespace memplan::arena {
 
 struct CudaVmmOptions {
   int device = 0;
+  // Other devices that may read and write this memory (peer copies, NCCL's peer-to-peer paths).
+  // Each must be able to reach `device` (cuDeviceCanAccessPeer), else construction throws
+  // InvalidArgument naming the pair.
+  std::vector<int> peer_devices;
 };
 
 // Fences and fills: a StreamRef is a cudaStream_t / CUstream (nullptr: the legacy default stream).
@@ -45,7 +53,7 @@ class CudaVmmBackend final : public PhysicalBackend {
   std::size_t do_free_bytes() override;
   void do_fill(void* va, std::size_t bytes, std::uint32_t pattern, StreamRef stream) override;
 
-  void bind() const;  // makes the primary context current on this thread if none is
+  class ContextScope;  // the device's primary context current for one call
 
   CudaVmmOptions options_;
   std::size_t granularity_ = 0;

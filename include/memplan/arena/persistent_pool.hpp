@@ -99,6 +99,8 @@ class PersistentPool {
   std::size_t trim();
 
   PoolStats stats() const;
+  // Bytes of the live allocations (each rounded up to 256), without the rest of stats().
+  std::size_t allocated_bytes() const noexcept { return allocated_; }
   Arena& arena() noexcept { return arena_; }
   const Arena& arena() const noexcept { return arena_; }
 

@@ -26,8 +26,10 @@ struct AttentionShape {
   }
 };
 
-// Largest block count selection supports (its per-row scratch lives in shared memory).
-inline constexpr int kMaxBlocks = 8192;
+// Largest block count selection supports: a row's scores live in shared memory (4 B a block), and
+// one row beside the CTA's fixed scratch (~34 KB) must fit the 227 KB an H100/H200 CTA may use.
+// 32,768 blocks: 2,097,152 tokens.
+inline constexpr int kMaxBlocks = 32768;
 
 // Throws InvalidArgument unless head_dim is 64 or 128 and every extent is positive and in range.
 void validate(const AttentionShape& shape);

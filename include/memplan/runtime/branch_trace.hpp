@@ -34,10 +34,11 @@ struct TagShare {
 };
 [[nodiscard]] std::vector<TagShare> peak_tags(const BranchTrace& trace);
 
-// By the path's extension: .csv writes MiniMalloc CSV with the offset and tag columns (`memplan
-// plan --fixed-offsets` reads the plan back; `memplan plan` re-plans it; `memplan convert` makes
-// JSON of it); .svg or .html a picture (see docs/drawing.md). Another extension throws
-// InvalidArgument naming the path; a failed write memplan::Error.
+// By the path's extension: .csv writes MiniMalloc CSV with the offset and tag columns, .json
+// memplan's JSON trace with offsets and tags (plan/json_trace.hpp); `memplan plan --fixed-offsets`
+// reads the plan back from either, `memplan plan` re-plans it. .svg or .html: a picture (see
+// docs/drawing.md). Another extension throws InvalidArgument naming the path; a failed write
+// memplan::Error.
 void write_branch_trace(const std::filesystem::path& path, const BranchTrace& trace);
 
 }  // namespace memplan

@@ -47,6 +47,16 @@ class BranchLimitExceeded : public InvalidState {
   using InvalidState::InvalidState;
 };
 
+// Thrown when memory is asked that would map more than CompilerOptions::memory_budget_bytes: an
+// allocation while recording, the pool growing, or begin_step mapping a plan. The message names
+// the budget, the bytes asked, what is mapped and the buffers live at that moment, largest first
+// with their tags. Nothing was changed: the compiler stays usable (the step goes on, or aborts
+// under a guard).
+class BudgetExceeded : public OutOfMemory {
+ public:
+  using OutOfMemory::OutOfMemory;
+};
+
 enum class OverCapPolicy : std::uint8_t {
   Error,    // throw BranchLimitExceeded at the break; the step goes on dynamically
   Dynamic,  // serve the rest of the step dynamically (best fit, no learning), silently counted
@@ -60,6 +70,10 @@ struct CompilerOptions {
   std::size_t chunk_bytes = std::size_t{2} << 20;
   std::size_t pool_reserve_bytes = std::size_t{64} << 30;  // persistent pool: addresses only
   std::size_t pool_chunk_bytes = std::size_t{64} << 20;
+  // Physical memory the planned arena and the pool may map together (0: no budget). Past it,
+  // BudgetExceeded. The arena maps whole chunk_bytes and the pool whole pool_chunk_bytes, so
+  // choose those small against a tight budget.
+  std::size_t memory_budget_bytes = 0;
   std::size_t default_alignment = 256;  // every pointer is aligned to this
   std::size_t branch_cap = 64;          // branches per step name
   OverCapPolicy over_cap = OverCapPolicy::Error;
@@ -169,6 +183,10 @@ class Compiler {
   [[nodiscard]] std::vector<BreakRecord> breaks() const;
   // A readable report: stats, branches per step, the last breaks, live rogues.
   [[nodiscard]] std::string report() const;
+  // The same as one JSON object (schema "memplan.report", version 1; docs/compiler.md): the
+  // stats (to_json), each step's branches with plan, bound, gap and the tags at the peak, every
+  // logged break, the live rogues. Bytes exact.
+  [[nodiscard]] std::string report_json() const;
 
   // The step names run so far, with how many branches each has recorded, by name.
   [[nodiscard]] std::vector<std::pair<std::string, std::size_t>> step_branches() const;

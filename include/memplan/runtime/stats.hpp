@@ -58,7 +58,22 @@ struct Stats {
   std::uint64_t mapped_bytes = 0;        // physical memory mapped for planned buffers
   std::uint64_t reserved_bytes = 0;      // virtual addresses reserved for them
   std::uint64_t pool_mapped_bytes = 0;   // the persistent pool's physical memory
-  std::uint64_t pool_live_bytes = 0;
+  std::uint64_t pool_live_bytes = 0;     // the pool's live buffers, each rounded up to 256
+
+  // Bytes live now and the most live at once since the compiler was made, exact (every
+  // allocation and free counts, replayed ones included). The planned arena holds the running
+  // step's buffers and the rogues; the pool the pause-scope, outside-step and learned-site
+  // buffers. peak_live_bytes is the most of both at once, not the sum of their peaks.
+  std::uint64_t arena_live_bytes = 0;  // step buffers + live rogues
+  std::uint64_t arena_peak_live_bytes = 0;
+  std::uint64_t pool_peak_live_bytes = 0;
+  std::uint64_t peak_live_rogue_bytes = 0;
+  std::uint64_t live_bytes = 0;  // arena + pool
+  std::uint64_t peak_live_bytes = 0;
+  // Physical memory: what the arena and the pool map together now and at most, and the budget
+  // (CompilerOptions::memory_budget_bytes; 0: none) that the mapped bytes never pass.
+  std::uint64_t peak_mapped_bytes = 0;  // arena + pool
+  std::uint64_t memory_budget_bytes = 0;
 
   arena::CallCounts backend_calls;  // every call the physical backend made
 };

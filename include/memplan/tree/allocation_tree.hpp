@@ -27,12 +27,14 @@ enum class EventKind : std::uint8_t { Root, Alloc, Free, End };
 
 struct Node {
   EventKind kind = EventKind::Root;
-  bool persistent = false;        // Alloc: a learned rogue site, served from the persistent pool
-  std::uint8_t quiet_steps = 0;   // persistent: steps in a row that freed its buffer in the step
-  std::uint8_t forgotten = 0;     // times it was learned and forgotten again
-  bool pooled_past_free = false;  // persistent: a replay passed its Free node with the buffer
-                                  // live; plans after that node may use its range, so it stays
-  std::uint32_t depth = 0;        // events between the root and this node
+  bool persistent = false;       // Alloc: a learned rogue site, served from the persistent pool
+  std::uint8_t quiet_steps = 0;  // persistent: steps in a row that freed its buffer in the step
+  std::uint8_t forgotten = 0;    // times it was learned and forgotten again
+  // persistent: a replay served it from the pool where its planned range was not free for it
+  // (its buffer outlived its Free node, or a buffer freed late or a rogue held the range). Plans
+  // made since may use that range, so it stays in the pool and plans no longer keep its range.
+  bool pool_only = false;
+  std::uint32_t depth = 0;  // events between the root and this node
   NodeId parent = kNoNode;
   NodeId first_child = kNoNode;
   NodeId next_sibling = kNoNode;

@@ -1,0 +1,386 @@
+"""PyTorch's allocators against memplan on real models, one table: the proof run of issue 12.
+
+    python3 bench/torch_allocators.py --quick            # small shapes, < 3 minutes
+    python3 bench/torch_allocators.py                    # full shapes, < 8 minutes
+    python3 bench/torch_allocators.py --models dit8k resnet50 --repeats 3
+
+Models (examples/python/): the video DiT denoise loop at 8k and 75.6k tokens (30 blocks, hidden
+3072, 24 heads x 128, SDPA outside the window 0.2-1.0 and memplan's tau sparse attention inside
+it), a Llama-style decoder and a ViT from transformers configs, torchvision's ResNet-50. Random
+seeded weights, nothing downloaded. Allocators, each run in its own process (PyTorch picks its
+allocator once per process), in an order that alternates over the repeats:
+  caching        PyTorch's caching allocator (the default)
+  async          PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+  memplan        memplan.torch.install(), each step inside memplan.step (eager)
+  memplan-graphs the same through memplan.graphs.GraphedStep (CUDA graphs once stable)
+Every step is followed by torch.cuda.synchronize(). Per run: the median step time (wall, from the
+call to the end of the synchronize) and host time (the call alone), the peaks, memplan's counters
+and a SHA-256 of the final output. Writes <out>/torch_allocators.json and .md.
+
+Memory columns (bytes):
+  peak_total       caching/async: torch.cuda.max_memory_reserved() over the measured steps
+                   (their reserve only grows); memplan: the largest mapped_bytes +
+                   pool_mapped_bytes sampled after each step (a recording step's mapping before
+                   its trim is not seen)
+  persistent       what was live before the loop (weights, inputs): memory_allocated(), or
+                   memplan's pool_live_bytes
+  step_peak        peak_total - persistent: what the steps cost on top of the model
+  lower_bound      memplan runs: the planned branch's lower bound (max live bytes of the step,
+                   Stats::lower_bound_bytes); caching/async: max_memory_allocated() - persistent
+  device_used      the most device memory in use (cudaMemGetInfo, sampled after each step)
+                   minus what was in use before the model was built: the same meter for all
+Allocator calls in replayed steps: memplan: backend calls (map, unmap, ...) during the measured
+steps (a capture among them copies its inputs into the persistent pool, which may map a chunk);
+caching: num_device_alloc + num_device_free during them; async: every allocation is a
+cudaMallocAsync call (not counted).
+The DiT's sparse steps call memplan.attention under every allocator: under caching and async its
+workspace comes from a memplan compiler made for it (persistent pool), in device_used too.
+Outputs: the DiT's latents after the last step, the other models' last output; "bitwise =
+caching" compares their SHA-256 with the caching allocator's (CUBLAS_WORKSPACE_CONFIG=:4096:8 and
+deterministic cuDNN in every run).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ALLOCATORS = ("caching", "async", "memplan", "memplan-graphs")
+
+# name: (quick settings, full settings); steps are measured after the warm-up steps. memplan-
+# graphs needs 4 warm-up steps: record, replay twice (capture_after=2), capture. `repeats` caps
+# the repeats of a model whose runs are long (dit75k: ~10 GiB of weights made per process).
+MODELS = {
+    "dit8k": (dict(tokens=8192, blocks=8, steps=8, warmup=4),
+              dict(tokens=8192, blocks=30, steps=10, warmup=4)),
+    "dit75k": (None, dict(tokens=75600, blocks=30, steps=3, warmup=4, repeats=1)),
+    "llama": (dict(steps=8, warmup=4), dict(steps=10, warmup=4)),
+    "vit": (dict(steps=8, warmup=4), dict(steps=10, warmup=4)),
+    "resnet50": (dict(steps=8, warmup=4), dict(steps=10, warmup=4)),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker: one model under one allocator, in this process.
+
+def _digest(tensor):
+    import torch
+
+    data = tensor.detach().contiguous().flatten().cpu()
+    if data.dtype == torch.bfloat16:
+        data = data.view(torch.int16)
+    return hashlib.sha256(data.numpy().tobytes()).hexdigest()
+
+
+def _workload(model, settings, quick):
+    """(step name, function, args for step i, after-step hook, final output)."""
+    sys.path.insert(0, os.path.join(REPO, "examples", "python"))
+    if model.startswith("dit"):
+        import dit_denoise
+
+        net = dit_denoise.build_model(blocks=settings["blocks"])
+        total = settings["warmup"] + settings["steps"]
+        loop = dit_denoise.DenoiseLoop(net, settings["tokens"], total)
+        return "denoise", loop.euler_step, loop.step_args, loop.advance, lambda: loop.x
+    if model == "resnet50":
+        import resnet50
+
+        net, inputs = resnet50.build_resnet50(quick=quick)
+        fn = net
+    else:
+        import hf_models
+
+        net, inputs = hf_models.BUILDERS[model](quick=quick)
+        fn = hf_models.forward_fn(model, net)
+    last = {}
+
+    def keep(out):
+        last["out"] = out
+
+    return model, fn, lambda i: inputs, keep, lambda: last["out"]
+
+
+def _torch_stat(call):
+    """A PyTorch memory statistic, or None where the allocator backend does not keep it."""
+    try:
+        return call()
+    except RuntimeError as e:
+        print(f"torch_allocators: {call.__name__} unavailable: {e}", file=sys.stderr)
+        return None
+
+
+def worker(args):
+    import torch
+
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import memplan
+
+    memplan_mode = args.allocator.startswith("memplan")
+    if memplan_mode:
+        memplan.torch.install()
+    torch.cuda.init()
+    free, total = torch.cuda.mem_get_info()
+    used_before = total - free
+    settings = MODELS[args.model][0 if args.quick else 1]
+    name, fn, step_args, after, final = _workload(args.model, settings, args.quick)
+    graphed = None
+    if memplan_mode:  # memplan: eager steps and graphs alike run on GraphedStep's side stream
+        graphed = memplan.graphs.GraphedStep(name, fn, capture_after=2,
+                                             enabled=args.allocator == "memplan-graphs")
+    torch.cuda.synchronize()
+
+    def memplan_total(stats):
+        return stats["mapped_bytes"] + stats["pool_mapped_bytes"]
+
+    steps = settings["warmup"] + settings["steps"]
+    step_ms, host_ms, used_peak, total_peak = [], [], 0, 0
+    before = after_warmup = None
+    with torch.no_grad():
+        for i in range(steps):
+            if i == settings["warmup"]:
+                torch.cuda.synchronize()
+                if memplan_mode:
+                    after_warmup = memplan.stats()
+                else:
+                    before = _torch_stat(torch.cuda.memory_allocated)
+                    _torch_stat(torch.cuda.reset_peak_memory_stats)
+                    after_warmup = _torch_stat(torch.cuda.memory_stats) or {}
+            a = step_args(i)
+            start = time.perf_counter()
+            if memplan_mode:
+                out = graphed(*a)
+            else:
+                out = fn(*a)
+            called = time.perf_counter()
+            torch.cuda.synchronize()
+            done = time.perf_counter()
+            after(out)
+            del out
+            free, _ = torch.cuda.mem_get_info()
+            used_peak = max(used_peak, total - free - used_before)
+            if memplan_mode:
+                total_peak = max(total_peak, memplan_total(memplan.stats()))
+            if i >= settings["warmup"]:
+                step_ms.append(1e3 * (done - start))
+                host_ms.append(1e3 * (called - start))
+    torch.cuda.synchronize()
+    result = {
+        "model": args.model, "allocator": args.allocator, "settings": settings,
+        "median_step_ms": statistics.median(step_ms), "median_host_ms": statistics.median(host_ms),
+        "step_ms": step_ms, "device_used_bytes": used_peak, "output_sha256": _digest(final()),
+        "torch": torch.__version__, "device": torch.cuda.get_device_name(),
+    }
+    if memplan_mode:
+        stats = memplan.stats()
+        calls = {k: v - after_warmup["backend_calls"][k] for k, v in stats["backend_calls"].items()}
+        result.update({
+            "peak_total_bytes": total_peak,
+            "persistent_bytes": after_warmup["pool_live_bytes"],
+            "lower_bound_bytes": stats["lower_bound_bytes"],
+            "planned_peak_bytes": stats["planned_peak_bytes"],
+            "breaks": stats["breaks"], "branches": stats["branches"], "rogues": stats["rogues"],
+            "allocator_calls_measured": sum(calls.values()),
+            "measured_steps_not_replayed": (
+                stats["steps_recorded"] - after_warmup["steps_recorded"]
+                + stats["steps_dynamic"] - after_warmup["steps_dynamic"]),
+            "graphs": dict(graphed.stats), "capture_error": graphed.last_capture_error,
+            "stats": stats,
+        })
+    else:
+        stats = _torch_stat(torch.cuda.memory_stats) or {}
+        allocated = _torch_stat(torch.cuda.max_memory_allocated)
+        result.update({
+            "peak_total_bytes": _torch_stat(torch.cuda.max_memory_reserved),
+            "persistent_bytes": before,
+            "lower_bound_bytes": None if None in (allocated, before) else allocated - before,
+        })
+        if args.allocator == "caching" and "num_device_alloc" in stats:
+            result["allocator_calls_measured"] = (
+                stats["num_device_alloc"] - after_warmup.get("num_device_alloc", 0)
+                + stats["num_device_free"] - after_warmup.get("num_device_free", 0))
+    peak, persistent = result["peak_total_bytes"], result["persistent_bytes"]
+    result["step_peak_bytes"] = None if None in (peak, persistent) else peak - persistent
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver: every model under every allocator, each in its own process.
+
+def run_one(model, allocator, quick, out_dir, repeat, timeout):
+    path = os.path.join(out_dir, "runs", f"{model}.{allocator}.{repeat}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    env = dict(os.environ)
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if allocator == "async":
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # the same cuBLAS setup in every run
+    env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    command = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
+               "--allocator", allocator, "--json", path] + (["--quick"] if quick else [])
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"model": model, "allocator": allocator, "error": f"timed out after {timeout} s"}
+    seconds = time.perf_counter() - start
+    if done.returncode != 0 or not os.path.exists(path):
+        tail = (done.stdout + done.stderr)[-3000:]
+        return {"model": model, "allocator": allocator, "error": f"exit {done.returncode}: {tail}"}
+    with open(path) as f:
+        result = json.load(f)
+    result["process_seconds"] = seconds
+    return result
+
+
+def _gib(b):
+    return "-" if b is None else f"{b / 2**30:.2f}"
+
+
+def _most(values):
+    """The largest of the values that are not None; None if there are none."""
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def summarise(runs):
+    """One row per (model, allocator): medians over repeats, worst memory, output equality."""
+    rows = []
+    reference = {}
+    for r in runs:
+        if r.get("allocator") == "caching" and "output_sha256" in r:
+            reference.setdefault(r["model"], set()).add(r["output_sha256"])
+    for model in dict.fromkeys(r["model"] for r in runs):
+        memplan_bound = _most(r.get("lower_bound_bytes") for r in runs
+                              if r["model"] == model and r["allocator"].startswith("memplan")
+                              and "error" not in r)
+        for allocator in ALLOCATORS:
+            mine = [r for r in runs if r["model"] == model and r["allocator"] == allocator]
+            if not mine:
+                continue
+            ok = [r for r in mine if "error" not in r]
+            row = {"model": model, "allocator": allocator, "runs": len(mine),
+                   "errors": [r["error"] for r in mine if "error" in r]}
+            if ok:
+                bound = memplan_bound or _most(r["lower_bound_bytes"] for r in ok)
+                step_peak = _most(r["step_peak_bytes"] for r in ok)
+                refs = reference.get(model, set())
+                row.update({
+                    "peak_total_bytes": _most(r["peak_total_bytes"] for r in ok),
+                    "step_peak_bytes": step_peak,
+                    "lower_bound_bytes": bound,
+                    "step_peak_over_lower_bound": (
+                        step_peak / bound if bound and step_peak is not None else None),
+                    "device_used_bytes": _most(r["device_used_bytes"] for r in ok),
+                    "median_step_ms": statistics.median(s for r in ok for s in r["step_ms"]),
+                    "median_host_ms": statistics.median(r["median_host_ms"] for r in ok),
+                    "breaks": _most(r.get("breaks") for r in ok),
+                    "branches": _most(r.get("branches") for r in ok),
+                    "rogues": _most(r.get("rogues") for r in ok),
+                    "graph_launches": sum(r.get("graphs", {}).get("graph_launches", 0) for r in ok),
+                    "capture_failures": sum(r.get("graphs", {}).get("capture_failures", 0)
+                                            for r in ok),
+                    "allocator_calls_measured": (
+                        None if any("allocator_calls_measured" not in r for r in ok)
+                        else _most(r["allocator_calls_measured"] for r in ok)),
+                    "bitwise_equal_to_caching": (
+                        None if not refs else
+                        all(r["output_sha256"] in refs for r in ok) and len(refs) == 1),
+                })
+            rows.append(row)
+    return rows
+
+
+def markdown(rows, header):
+    lines = [header, "",
+             "| model | allocator | peak total GiB | step peak GiB | lower bound GiB | step peak / "
+             "bound | device used GiB | median step ms | host ms/step | breaks (branches) | rogues"
+             " | graph launches | allocator calls, measured steps | bitwise = caching |",
+             "|" + "---|" * 14]
+    for r in rows:
+        if "median_step_ms" not in r:
+            lines.append(f"| {r['model']} | {r['allocator']} | failed: "
+                         f"{r['errors'][0].splitlines()[-1][:120] if r['errors'] else '?'} |"
+                         + " |" * 12)
+            continue
+        ratio = r["step_peak_over_lower_bound"]
+        breaks = "-" if r["breaks"] is None else f"{r['breaks']} ({r['branches']})"
+        calls = r["allocator_calls_measured"]
+        equal = r["bitwise_equal_to_caching"]
+        launches = str(r["graph_launches"]) + (
+            f" ({r['capture_failures']} capture failed)" if r["capture_failures"] else "")
+        lines.append(
+            f"| {r['model']} | {r['allocator']} | {_gib(r['peak_total_bytes'])} | "
+            f"{_gib(r['step_peak_bytes'])} | {_gib(r['lower_bound_bytes'])} | "
+            f"{'-' if ratio is None else f'{ratio:.3f}'} | {_gib(r['device_used_bytes'])} | "
+            f"{r['median_step_ms']:.2f} | {r['median_host_ms']:.2f} | {breaks} | "
+            f"{'-' if r['rogues'] is None else r['rogues']} | {launches} | "
+            f"{'-' if calls is None else calls} | {'-' if equal is None else equal} |")
+    return "\n".join(lines) + "\n"
+
+
+def driver(args):
+    models = args.models or [m for m, s in MODELS.items() if s[0 if args.quick else 1]]
+    for m in models:
+        if m not in MODELS or MODELS[m][0 if args.quick else 1] is None:
+            sys.exit(f"torch_allocators: model {m} has no {'quick' if args.quick else 'full'} "
+                     f"settings (models: {', '.join(MODELS)})")
+    repeats = args.repeats or (1 if args.quick else 2)
+    runs, start = [], time.perf_counter()
+    for repeat in range(repeats):
+        order = ALLOCATORS if repeat % 2 == 0 else tuple(reversed(ALLOCATORS))
+        for model in models:
+            if repeat >= MODELS[model][0 if args.quick else 1].get("repeats", repeats):
+                continue
+            for allocator in order:
+                r = run_one(model, allocator, args.quick, args.out, repeat, args.timeout)
+                r["repeat"] = repeat
+                runs.append(r)
+                status = r.get("error", "").splitlines()[-1:] or [
+                    f"{r['median_step_ms']:.2f} ms/step, step peak {_gib(r['step_peak_bytes'])} "
+                    f"GiB, {r['process_seconds']:.0f} s"]
+                print(f"[{time.perf_counter() - start:6.0f} s] {model:9s} {allocator:15s} "
+                      f"repeat {repeat}: {status[0]}", flush=True)
+    rows = summarise(runs)
+    device = next((r["device"] for r in runs if "device" in r), "?")
+    torch_version = next((r["torch"] for r in runs if "torch" in r), "?")
+    header = (f"torch_allocators ({'quick' if args.quick else 'full'}, {repeats} repeat(s), "
+              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {device}, "
+              f"PyTorch {torch_version})")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "torch_allocators.json"), "w") as f:
+        json.dump({"header": header, "rows": rows, "runs": runs}, f, indent=1)
+    table = markdown(rows, header)
+    with open(os.path.join(args.out, "torch_allocators.md"), "w") as f:
+        f.write(table)
+    print(table)
+    print(f"written to {args.out}/torch_allocators.json and .md "
+          f"({time.perf_counter() - start:.0f} s)")
+    return 1 if any(r["errors"] for r in rows) else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small shapes, few steps")
+    parser.add_argument("--models", nargs="*", help=f"a subset of {', '.join(MODELS)}")
+    parser.add_argument("--repeats", type=int, default=0, help="default: 1 quick, 2 full")
+    parser.add_argument("--out", default=os.path.join(REPO, "build", "torch_allocators"))
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per run")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--allocator", choices=ALLOCATORS, help=argparse.SUPPRESS)
+    parser.add_argument("--json", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+    return driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""A step run through memplan and, once its branch replays stably, as a torch.cuda.CUDAGraph:
+the Python twin of the C++ capture layer (include/memplan/capture/step_runner.hpp).
+
+    denoise = memplan.graphs.GraphedStep("denoise", lambda x, t: model(x, t))
+    for t in timesteps:                      # t: a CUDA tensor, not a Python number
+        x = denoise(x, t)
+
+Each call is keyed by its arguments' shapes, dtypes, devices and strides (and the values of
+non-tensor arguments). Under one key:
+  - eager: the function runs inside `with memplan.step(name)`; a step that replayed its branch
+    (no break, nothing recorded) counts towards `capture_after`; any other resets the count;
+  - capture: after `capture_after` replayed steps in a row, the next call copies its tensor
+    arguments into static buffers (from the persistent pool, inside memplan.pause()) and runs the
+    function once more inside the step and inside torch.cuda.graph. If that step replayed, every
+    address the graph holds is one the plan hands out every step, so the graph is kept and
+    launched; if it broke, the graph is dropped and the call runs eagerly (a break);
+  - graph: later calls copy their arguments into the static buffers and launch the graph; the
+    function does not run, so memplan sees no step. The result is the same static output tensors
+    every time (clone what you keep across calls, as with any CUDA graph).
+Eager steps, the capture and the launches all run on one side stream of this helper (waiting for
+the caller's current stream first, and the current stream waits for it after); PyTorch's
+per-stream state for it (the cuBLAS workspaces) is made at construction, in a memplan pause
+(memplan.torch.warm_up), not in a step and not during the capture. A key whose capture fails
+(the function synchronises with the host, say) stays eager.
+Graphs are dropped when the compiler's plans move (stats: window_moves) or memplan.release() runs
+(it unmaps the addresses they hold).
+The contract, as for the C++ layer: under one key the function's kernels must depend only on the
+tensors' contents, not on host values that change per call (pass a timestep as a tensor).
+"""
+
+import weakref
+
+from . import api
+
+_live_steps = weakref.WeakSet()
+
+
+def _drop_all_graphs():
+    for graphed in list(_live_steps):
+        graphed.invalidate_all()
+
+
+api._release_hooks.append(_drop_all_graphs)
+
+
+class _Entry:
+    def __init__(self):
+        self.stable = 0
+        self.uncapturable = False  # a capture failed (the function synchronises, say): eager
+        self.graph = None
+        self.static_inputs = None
+        self.static_outputs = None
+        self.window_moves = 0
+
+
+class GraphedStep:
+    def __init__(self, name, fn, capture_after=2, enabled=True, device=None):
+        import torch
+
+        if capture_after < 1:
+            raise ValueError(f"capture_after must be >= 1, got {capture_after}")
+        self.name, self.fn = name, fn
+        self.capture_after, self.enabled = capture_after, enabled
+        self.device = api.default_device() if device is None else device
+        self.stream = torch.cuda.Stream(device=self.device)
+        from . import torch as memplan_torch
+
+        memplan_torch.warm_up(self.stream, self.device)
+        self.stats = {"steps": 0, "eager_steps": 0, "captures": 0, "graph_launches": 0,
+                      "breaks": 0, "invalidations": 0, "capture_failures": 0}
+        self.last_result = None  # end_step's dict of the last step the function ran in
+        self.last_path = None  # how the last call ran: "eager", "captured" or "graph"
+        self.last_capture_error = None
+        self._entries = {}
+        _live_steps.add(self)
+
+    @staticmethod
+    def _key(args):
+        import torch
+
+        key = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                key.append(("tensor", tuple(a.shape), a.dtype, str(a.device), a.stride()))
+            else:
+                key.append(("value", a))
+        return tuple(key)
+
+    def invalidate_all(self):
+        for entry in self._entries.values():
+            if entry.graph is not None:
+                self.stats["invalidations"] += 1
+            entry.graph = entry.static_inputs = entry.static_outputs = None
+            entry.stable = 0
+        self._entries.clear()
+
+    def __call__(self, *args):
+        import torch
+
+        self.stats["steps"] += 1
+        key = self._key(args)
+        entry = self._entries.setdefault(key, _Entry())
+        caller = torch.cuda.current_stream(self.device)
+        self.stream.wait_stream(caller)
+        try:
+            with torch.cuda.stream(self.stream):
+                if entry.graph is not None and not self._moved(entry):
+                    out = self._launch(entry, args)
+                    self.last_path = "graph"
+                elif (self.enabled and not entry.uncapturable
+                      and entry.stable >= self.capture_after):
+                    out = self._capture(entry, args)
+                else:
+                    out = self._eager(entry, args)
+        finally:
+            caller.wait_stream(self.stream)
+        return out
+
+    def _moved(self, entry):
+        if api.stats(self.device)["window_moves"] == entry.window_moves:
+            return False
+        entry.graph = entry.static_inputs = entry.static_outputs = None
+        entry.stable = 0
+        self.stats["invalidations"] += 1
+        return True
+
+    def _run_step(self, args):
+        with api.step(self.name, self.device) as s:
+            out = self.fn(*args)
+        self.last_result = s.result
+        if s.result["break_reason"] is not None:
+            self.stats["breaks"] += 1
+        return out, s.result
+
+    def _eager(self, entry, args):
+        self.stats["eager_steps"] += 1
+        self.last_path = "eager"
+        out, result = self._run_step(args)
+        entry.stable = entry.stable + 1 if result["replayed"] else 0
+        return out
+
+    def _launch(self, entry, args):
+        import torch
+
+        for static, a in zip(entry.static_inputs, args):
+            if isinstance(a, torch.Tensor) and static.data_ptr() != a.data_ptr():
+                static.copy_(a)
+        entry.graph.replay()
+        self.stats["graph_launches"] += 1
+        return entry.static_outputs
+
+    def _capture(self, entry, args):
+        import torch
+
+        with api.pause(self.device):
+            static_inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        graph = torch.cuda.CUDAGraph()
+        try:
+            # "relaxed": a break inside the capture maps memory (a driver call that global mode
+            # forbids during capture); the step then did not replay and the graph is dropped.
+            with api.step(self.name, self.device) as s:
+                with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="relaxed"):
+                    outputs = self.fn(*static_inputs)
+            self.last_result = s.result
+        except Exception as e:
+            self.stats["capture_failures"] += 1
+            self.last_capture_error = f"{type(e).__name__}: {e}"
+            entry.uncapturable = True
+            return self._eager(entry, args)
+        if not s.result["replayed"]:
+            self.stats["breaks"] += s.result["break_reason"] is not None
+            entry.stable = 0
+            del graph, outputs
+            return self._eager(entry, args)
+        entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
+        entry.window_moves = api.stats(self.device)["window_moves"]
+        self.stats["captures"] += 1
+        out = self._launch(entry, args)
+        self.last_path = "captured"
+        return out

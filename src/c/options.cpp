@@ -1,0 +1,76 @@
+// Conversions between the C API's structs and memplan's C++ types (options.hpp).
+#include "options.hpp"
+
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "memplan/log.hpp"
+
+namespace memplan::c_api {
+namespace {
+
+constexpr int kLogUnchanged = -1;
+constexpr std::size_t kPoolChunkBytes = std::size_t{2} << 20;
+constexpr int kLogOff = static_cast<int>(LogLevel::Off);
+
+void keep_if_set(std::size_t& field, std::size_t value) {
+  if (value != 0) field = value;
+}
+
+}  // namespace
+
+memplan_torch_options to_c_options(const CompilerOptions& options) {
+  return memplan_torch_options{.reserve_bytes = options.reserve_bytes,
+                               .chunk_bytes = options.chunk_bytes,
+                               .pool_reserve_bytes = options.pool_reserve_bytes,
+                               .pool_chunk_bytes = options.pool_chunk_bytes,
+                               .alignment = options.default_alignment,
+                               .log_level = kLogUnchanged};
+}
+
+CompilerOptions default_compiler_options() {
+  CompilerOptions options;
+  // PyTorch hands the pool its weights and every tensor made outside steps one by one: 2 MiB
+  // chunks (the granule of an H200 mapping, and the size of the caching allocator's small
+  // segments) keep the pool's mapped bytes near its live bytes; 64 MiB chunks, the compiler's
+  // default, cost a small model up to 64 MiB of padding.
+  options.pool_chunk_bytes = kPoolChunkBytes;
+  return options;
+}
+
+CompilerOptions to_compiler_options(const memplan_torch_options& c) {
+  if (c.alignment != 0 && !std::has_single_bit(c.alignment)) {
+    throw InvalidArgument(fmt::format("alignment {} is not a power of two", c.alignment));
+  }
+  if (c.log_level < kLogUnchanged || c.log_level > kLogOff) {
+    throw InvalidArgument(
+        fmt::format("log_level {} is outside -1..{} (-1 unchanged, 0 trace, "
+                    "6 off)",
+                    c.log_level, kLogOff));
+  }
+  CompilerOptions options = default_compiler_options();
+  keep_if_set(options.reserve_bytes, c.reserve_bytes);
+  keep_if_set(options.chunk_bytes, c.chunk_bytes);
+  keep_if_set(options.pool_reserve_bytes, c.pool_reserve_bytes);
+  keep_if_set(options.pool_chunk_bytes, c.pool_chunk_bytes);
+  keep_if_set(options.default_alignment, c.alignment);
+  return options;
+}
+
+void apply_log_level(int level) {
+  if (level != kLogUnchanged) set_log_level(static_cast<LogLevel>(level));
+}
+
+memplan_torch_step_result to_c_result(const StepResult& r) {
+  return memplan_torch_step_result{
+      .kind = static_cast<int>(r.kind),
+      .break_reason = r.break_reason ? static_cast<int>(*r.break_reason) : -1,
+      .branch = r.branch ? static_cast<std::int64_t>(*r.branch) : -1,
+      .step = r.step,
+      .events = r.events,
+      .recorded_allocations = r.recorded_allocations,
+      .rogues = r.rogues};
+}
+
+}  // namespace memplan::c_api

@@ -1,0 +1,168 @@
+"""memplan as PyTorch's allocator on a GPU: replay, graphs, attention against SDPA, errors.
+
+This module's process gets memplan installed as PyTorch's CUDA allocator before anything
+allocates CUDA memory (the allocator is chosen once per process). Skipped without CUDA PyTorch
+or without libmemplan_torch.so."""
+
+import ctypes
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device visible to PyTorch", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import memplan  # noqa: E402
+from memplan.graphs import GraphedStep  # noqa: E402
+
+try:
+    memplan.load()
+except FileNotFoundError as e:
+    pytest.skip(f"libmemplan_torch.so not built: {e}", allow_module_level=True)
+memplan.torch.install(log_level="warn")
+memplan.torch.warm_up()  # the default stream's cuBLAS workspaces, in the pool
+
+MiB = 1 << 20
+
+
+def mlp_step(x, w1, w2):
+    return torch.relu(x @ w1) @ w2 + x
+
+
+@pytest.fixture(scope="module")
+def weights():
+    torch.manual_seed(0)
+    w1 = torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16) * 0.02
+    w2 = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16) * 0.02
+    return w1, w2
+
+
+def test_memplan_is_the_allocator():
+    assert memplan.backend() == "cuda-vmm"
+    t = torch.empty(MiB, device="cuda")
+    assert memplan.stats()["pool_live_bytes"] >= 4 * MiB
+    del t
+    assert torch.empty(0, device="cuda").data_ptr() == 0
+
+
+def test_steps_replay_with_the_same_pointers_and_no_backend_calls(weights):
+    x = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+    results, pointers = [], []
+    for _ in range(6):
+        with memplan.step("mlp") as s:
+            y = mlp_step(x, *weights)
+            pointers.append(y.data_ptr())
+            del y
+        results.append(s.result)
+        if len(results) == 2:
+            calls = memplan.stats()["backend_calls"]
+    assert results[0]["kind"] == "recorded"
+    assert all(r["replayed"] for r in results[1:])
+    assert len(set(pointers[1:])) == 1
+    torch.cuda.synchronize()
+    assert memplan.stats()["backend_calls"] == calls
+
+
+def test_graphed_step_captures_and_matches_eager_bitwise(weights):
+    x = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+    eager = GraphedStep("graphed-eager", lambda a: mlp_step(a, *weights), enabled=False)
+    graphed = GraphedStep("graphed", lambda a: mlp_step(a, *weights), capture_after=2)
+    expected = eager(x).clone()
+    # Call 1 records, 2 and 3 replay, 4 captures and launches, 5 and 6 launch.
+    outs = [graphed(x).clone() for _ in range(6)]
+    torch.cuda.synchronize()
+    assert graphed.stats["captures"] == 1 and graphed.stats["capture_failures"] == 0
+    assert graphed.stats["graph_launches"] == 3 and graphed.stats["eager_steps"] == 3
+    for out in outs:
+        assert torch.equal(out, expected)
+    calls = memplan.stats()["backend_calls"]
+    for _ in range(3):
+        graphed(x)
+    torch.cuda.synchronize()
+    assert memplan.stats()["backend_calls"] == calls
+
+
+def test_graphed_step_follows_new_inputs(weights):
+    graphed = GraphedStep("graphed-inputs", lambda a: mlp_step(a, *weights), capture_after=1)
+    xs = [torch.randn(256, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(5)]
+    outs = [graphed(x).clone() for x in xs]
+    assert graphed.stats["graph_launches"] >= 2
+    for x, out in zip(xs, outs):
+        assert torch.equal(out, mlp_step(x, *weights))
+
+
+def sdpa(q, k, v):
+    # memplan's layout is [b, t, h, d]; SDPA's is [b, h, t, d].
+    out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    return out.transpose(1, 2)
+
+
+@pytest.mark.parametrize("tokens", [1024, 4160])
+def test_dense_attention_matches_sdpa(tokens):
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(1, tokens, 8, 128, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    policy = memplan.torch.attention_policy(mode="dense")
+    out = memplan.attention(q, k, v, policy, 0.5)
+    torch.testing.assert_close(out, sdpa(q, k, v), atol=2e-2, rtol=2e-2)
+
+
+def test_topk_keeping_every_block_matches_sdpa():
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 2048, 4, 128, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    policy = memplan.torch.attention_policy(mode="topk", keep_percent=100.0, window=(0.0, 1.0))
+    out = memplan.attention(q, k, v, policy, 0.5)
+    torch.testing.assert_close(out, sdpa(q, k, v), atol=2e-2, rtol=2e-2)
+
+
+def test_sparse_attention_workspace_is_a_step_event():
+    q, k, v = (torch.randn(1, 8192, 24, 128, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    policy = memplan.torch.attention_policy(mode="tau", window=(0.2, 1.0))
+    assert memplan.torch.attention_workspace_bytes(1, 8192, 24, 128, policy) > 0
+    results = []
+    for _ in range(3):
+        with memplan.step("sparse-attention") as s:
+            out = memplan.attention(q, k, v, policy, 0.5)
+            finite = torch.isfinite(out).all()
+            del out
+        results.append(s.result)
+        assert finite.item()
+    assert results[0]["events"] >= 4  # out, the workspace and their frees, at least
+    assert results[2]["replayed"] and results[2]["rogues"] == 0
+
+
+def test_attention_rejects_bad_tensors():
+    q = torch.randn(1, 128, 2, 128, device="cuda", dtype=torch.float16)
+    with pytest.raises(ValueError, match="bf16"):
+        memplan.attention(q, q, q)
+    b = torch.randn(1, 128, 2, 96, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(memplan.InvalidArgument, match="96"):
+        memplan.attention(b, b, b)
+
+
+def test_a_foreign_free_is_raised_with_its_pointer():
+    buffer = ctypes.create_string_buffer(64)
+    memplan.load().memplan_torch_free(ctypes.addressof(buffer), 64, 0, None)
+    with pytest.raises(memplan.ForeignPointer, match=hex(ctypes.addressof(buffer))):
+        memplan.check_callbacks()
+
+
+def test_an_allocation_past_the_reserve_is_reported():
+    # PyTorch's pluggable allocator does not check for NULL: the tensor comes back without
+    # memory, memplan prints the reason on stderr and raises it at the next check.
+    try:
+        t = torch.empty(1 << 50, dtype=torch.uint8, device="cuda")
+        assert t.data_ptr() == 0
+        del t
+    except RuntimeError as e:  # a PyTorch that checks the pointer itself
+        print(f"PyTorch raised: {e}")
+    with pytest.raises((memplan.OutOfMemory, memplan.InvalidArgument), match=f"size={1 << 50}"):
+        memplan.check_callbacks()

@@ -1,0 +1,64 @@
+"""bench/torch_allocators.py's table from run records (the GPU runs themselves are the lead's):
+medians over repeats, the worst memory, memplan's lower bound for every row, output equality."""
+
+import importlib.util
+import os
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+spec = importlib.util.spec_from_file_location(
+    "torch_allocators", os.path.join(REPO, "bench", "torch_allocators.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+GiB = 1 << 30
+
+
+def run(allocator, repeat, step_ms, peak, persistent, bound, digest, **extra):
+    r = {"model": "vit", "allocator": allocator, "repeat": repeat, "step_ms": step_ms,
+         "median_host_ms": 0.1, "peak_total_bytes": peak, "persistent_bytes": persistent,
+         "step_peak_bytes": None if peak is None else peak - persistent,
+         "lower_bound_bytes": bound,
+         "device_used_bytes": peak, "output_sha256": digest}
+    r.update(extra)
+    return r
+
+
+def test_rows_take_medians_worst_memory_and_memplans_bound():
+    runs = [
+        run("caching", 0, [10.0, 12.0], 6 * GiB, 2 * GiB, 3 * GiB, "a", allocator_calls_measured=0),
+        run("caching", 1, [11.0, 13.0], 7 * GiB, 2 * GiB, 3 * GiB, "a", allocator_calls_measured=0),
+        run("memplan", 0, [9.0, 9.5], 5 * GiB, 2 * GiB, 2 * GiB, "a", breaks=1, branches=1,
+            rogues=1, allocator_calls_measured=0, graphs={"graph_launches": 0}),
+        run("memplan-graphs", 0, [8.0], 5 * GiB, 2 * GiB, 2 * GiB, "b", breaks=1, branches=1,
+            rogues=1, allocator_calls_measured=3, graphs={"graph_launches": 5}),
+        {"model": "vit", "allocator": "async", "repeat": 0, "error": "exit 1: boom"},
+    ]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    caching = rows["caching"]
+    assert caching["median_step_ms"] == 11.5
+    assert caching["step_peak_bytes"] == 5 * GiB
+    assert caching["lower_bound_bytes"] == 2 * GiB  # memplan's bound, for every row
+    assert caching["step_peak_over_lower_bound"] == 2.5
+    assert caching["bitwise_equal_to_caching"] is True
+    assert rows["memplan"]["bitwise_equal_to_caching"] is True
+    assert rows["memplan-graphs"]["bitwise_equal_to_caching"] is False
+    assert rows["memplan-graphs"]["graph_launches"] == 5
+    assert rows["async"]["errors"] == ["exit 1: boom"]
+    table = bench.markdown(bench.summarise(runs), "header")
+    assert table.count("\n| vit |") == 4
+    assert "| vit | async | failed: exit 1: boom |" in table
+    caching_line = next(line for line in table.splitlines() if line.startswith("| vit | caching"))
+    assert "| 5.00 | 2.00 | 2.500 |" in caching_line  # step peak, memplan's bound, their ratio
+
+
+def test_an_allocator_without_memory_statistics_shows_dashes():
+    runs = [run("memplan", 0, [5.0], 3 * GiB, GiB, GiB, "a", breaks=0, branches=1, rogues=0,
+                allocator_calls_measured=0),
+            run("async", 0, [6.0], None, None, None, "a")]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    assert rows["async"]["step_peak_bytes"] is None
+    assert rows["async"]["step_peak_over_lower_bound"] is None
+    assert rows["async"]["lower_bound_bytes"] == GiB  # memplan's
+    line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
+                if x.startswith("| vit | async"))
+    assert line.startswith("| vit | async | - | - | 1.00 | - |")

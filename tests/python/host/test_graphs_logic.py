@@ -1,0 +1,182 @@
+"""memplan.graphs.GraphedStep's policy without a GPU: a stand-in for the few torch calls it makes
+(streams, tensors whose memory comes from the host library, a graph that records closures and
+replays them), over the real compiler. Checks when it captures, what a launch returns, the eager
+fallback on a break and on a failed capture, and that release() drops the graphs. The same
+checks on CUDA with PyTorch: tests/python/gpu."""
+
+import contextlib
+import sys
+import types
+
+import pytest
+
+import memplan
+import memplan.graphs
+import memplan.torch as memplan_torch
+
+KiB = 1 << 10
+
+
+class FakeTorch:
+    """The torch calls GraphedStep makes, over memplan_torch_alloc/free on one device."""
+
+    def __init__(self, lib, device):
+        self.lib, self.device = lib, device
+        self.capturing = None  # the FakeGraph being captured
+        fake = self
+
+        class Tensor:
+            def __init__(self, size, value):
+                self.size, self.value = size, value
+                self.ptr = fake.lib.memplan_torch_alloc(size, fake.device, None)
+                self.shape, self.dtype, self.device = (size,), "bf16", f"cuda:{fake.device}"
+
+            def data_ptr(self):
+                return self.ptr
+
+            def stride(self):
+                return (1,)
+
+            def clone(self):
+                return Tensor(self.size, self.value)
+
+            def copy_(self, other):
+                fake.run(lambda: setattr(self, "value", other.value))
+                return self
+
+            def __del__(self):
+                fake.lib.memplan_torch_free(self.ptr, self.size, fake.device, None)
+
+        class Stream:
+            def __init__(self, device=None):
+                pass
+
+            def wait_stream(self, other):
+                pass
+
+        class Graph:
+            def __init__(self):
+                self.work = []
+
+            def replay(self):
+                for w in self.work:
+                    w()
+
+        @contextlib.contextmanager
+        def graph(g, stream=None, capture_error_mode="global"):
+            fake.capturing = g
+            try:
+                yield
+            finally:
+                fake.capturing = None
+
+        self.Tensor = Tensor
+        self.module = types.SimpleNamespace(
+            Tensor=Tensor,
+            cuda=types.SimpleNamespace(
+                Stream=Stream, current_stream=lambda device=None: Stream(),
+                stream=lambda s: contextlib.nullcontext(), CUDAGraph=Graph, graph=graph))
+
+    def run(self, work):
+        """A kernel: runs now, or is recorded into the graph being captured."""
+        if self.capturing is not None:
+            self.capturing.work.append(work)
+        else:
+            work()
+
+
+@pytest.fixture
+def fake(lib, device, monkeypatch):
+    f = FakeTorch(lib, device)
+    monkeypatch.setitem(sys.modules, "torch", f.module)
+    monkeypatch.setattr(memplan_torch, "warm_up", lambda stream, device: None)
+    return f
+
+
+def plus_one(fake, sizes=(64 * KiB, 16 * KiB)):
+    """A step body: scratch buffers, and an output of x's size holding x + 1."""
+    def fn(x):
+        scratch = [fake.Tensor(s, None) for s in sizes]
+        out = fake.Tensor(x.size, None)
+        fake.run(lambda: setattr(out, "value", x.value + 1))
+        del scratch
+        return out
+    return fn
+
+
+def test_captures_after_stable_replays_and_launches_the_graph(fake, device):
+    g = memplan.graphs.GraphedStep("plus", plus_one(fake), capture_after=2, device=device)
+    x = fake.Tensor(4 * KiB, 10)
+    paths, values = [], []
+    for i in range(6):
+        x.value = 10 * i
+        out = g(x)
+        paths.append(g.last_path)
+        values.append(out.value)
+    assert paths == ["eager", "eager", "eager", "captured", "graph", "graph"]
+    assert values == [1, 11, 21, 31, 41, 51]  # launches see the new input
+    assert g.stats["captures"] == 1 and g.stats["graph_launches"] == 3
+    stats = memplan.stats(device)
+    assert stats["steps_recorded"] == 1 and stats["steps_replayed"] == 3  # 2 eager + the capture
+
+
+def test_each_key_has_its_own_count(fake, device):
+    g = memplan.graphs.GraphedStep("keys", plus_one(fake), capture_after=1, device=device)
+    small, large = fake.Tensor(4 * KiB, 1), fake.Tensor(8 * KiB, 1)
+    g(small)
+    g(small)
+    g(large)  # another key: eager, it breaks the step's branch
+    assert g.last_path == "eager" and g.stats["breaks"] == 1
+    assert g(small).value == 2 and g.last_path == "captured"
+
+
+def test_a_break_during_the_capture_drops_the_graph(fake, device):
+    fn = plus_one(fake)
+
+    def changing(x):  # the fourth call allocates something new: the capture step breaks
+        if g.stats["steps"] == 4:
+            fake.Tensor(32 * KiB, None)
+        return fn(x)
+
+    g = memplan.graphs.GraphedStep("changing", changing, capture_after=2, device=device)
+    x = fake.Tensor(4 * KiB, 5)
+    for _ in range(4):
+        out = g(x)
+    assert g.stats["captures"] == 0 and g.stats["breaks"] == 1
+    assert g.last_path == "eager" and out.value == 6  # computed eagerly after the dropped graph
+
+
+def test_a_failed_capture_leaves_the_key_eager(fake, device):
+    fn = plus_one(fake)
+
+    def syncing(x):
+        if fake.capturing is not None:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return fn(x)
+
+    g = memplan.graphs.GraphedStep("syncing", syncing, capture_after=1, device=device)
+    x = fake.Tensor(4 * KiB, 1)
+    for _ in range(5):
+        assert g(x).value == 2
+    assert g.stats["capture_failures"] == 1 and g.stats["graph_launches"] == 0
+    assert "stream is capturing" in g.last_capture_error
+    assert memplan.stats(device)["steps_aborted"] == 1
+
+
+def test_release_drops_the_graphs(fake, device):
+    g = memplan.graphs.GraphedStep("released", plus_one(fake), capture_after=1, device=device)
+    x = fake.Tensor(4 * KiB, 1)
+    for _ in range(4):  # record, replay, capture, launch
+        g(x)
+    assert g.last_path == "graph"
+    memplan.release(device)
+    assert g.stats["invalidations"] == 1
+    assert g(x).value == 2 and g.last_path == "eager"
+
+
+def test_disabled_runs_every_call_eagerly(fake, device):
+    g = memplan.graphs.GraphedStep("eager", plus_one(fake), enabled=False, device=device)
+    x = fake.Tensor(4 * KiB, 1)
+    for _ in range(5):
+        g(x)
+    assert g.stats["eager_steps"] == 5 and g.stats["captures"] == 0
