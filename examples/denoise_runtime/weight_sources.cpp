@@ -68,7 +68,9 @@ std::vector<memplan::stream::WeightBlock> host_blocks(const Model& model) {
 
 std::size_t activation_peak(Model& model, const memplan::CompilerOptions& options) {
   memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
-  memplan::Compiler compiler(backend, options);
+  memplan::CompilerOptions probe = options;
+  probe.memory_budget_bytes = 0;  // the probe measures; the budget is the real run's
+  memplan::Compiler compiler(backend, probe);
   ProbeMemory mem(compiler);
   NoWeights weights;
   std::map<std::int64_t, void*> rope;
