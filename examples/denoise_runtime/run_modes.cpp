@@ -113,7 +113,7 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
   o.reserve_bytes = platform.gpu() ? std::size_t{64} << 30 : std::size_t{8} << 30;
   o.chunk_bytes = c.chunk_mib << 20;
   o.pool_reserve_bytes = std::size_t{8} << 30;
-  o.pool_chunk_bytes = std::size_t{2} << 20;
+  o.pool_chunk_bytes = c.chunk_mib << 20;  // small against a tight budget
   if (c.vram_budget != 0) {
     // The compiler maps at most what the budget leaves beside the model's own device memory.
     if (model.fixed_bytes() >= c.vram_budget) {
