@@ -104,7 +104,8 @@ void add_options(CLI::App& app, Config& c) {
       ->default_str("graphs,eager,async");
   app.add_option("--seed", c.seed, "seed of the synthetic weights and latents");
   app.add_option("--capture-after", c.capture_after, "replayed steps before a capture");
-  app.add_option("--chunk-mib", c.chunk_mib, "mapping chunk of the planned arena, MiB");
+  app.add_option("--chunk-mib", c.chunk_mib,
+                 "mapping chunk of the planned arena and the pool, MiB");
   app.add_flag_callback(
       "--quiet", [&c] { c.per_step = false; }, "no per-step lines");
   app.add_option("--csv", c.csv, "write every step as a CSV row to FILE")->type_name("FILE");

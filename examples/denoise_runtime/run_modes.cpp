@@ -113,7 +113,18 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
   o.reserve_bytes = platform.gpu() ? std::size_t{64} << 30 : std::size_t{8} << 30;
   o.chunk_bytes = c.chunk_mib << 20;
   o.pool_reserve_bytes = std::size_t{8} << 30;
-  o.pool_chunk_bytes = std::size_t{2} << 20;
+  o.pool_chunk_bytes = c.chunk_mib << 20;  // small against a tight budget
+  if (c.vram_budget != 0) {
+    // The compiler maps at most what the budget leaves beside the model's own device memory.
+    if (model.fixed_bytes() >= c.vram_budget) {
+      throw memplan::OutOfMemory(fmt::format(
+          "--vram-budget {}: the model's own device memory (latents, schedules{}) is {} already",
+          memplan::human_bytes(static_cast<memplan::Bytes>(c.vram_budget)),
+          c.weights == Weights::Resident ? ", every block's weights" : "",
+          memplan::human_bytes(static_cast<memplan::Bytes>(model.fixed_bytes()))));
+    }
+    o.memory_budget_bytes = c.vram_budget - model.fixed_bytes();
+  }
   memplan::Compiler compiler(*backend, o);
   // Streamed weights: the plan for the budget, the resident blocks into the pool. Declared after
   // the compiler: the streamer frees its blocks and the engine finishes its copies first.
@@ -133,7 +144,6 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
       compiler, platform.capturer(), platform.stream(),
       {.enabled = mode == Mode::Graphs, .capture_after = c.capture_after});
   std::map<std::int64_t, void*> rope;
-  std::uint64_t counted_peak = 0;
   run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
     const std::string key =
         fmt::format("pass{}/{}", pass.index, row.attn == Attn::Sparse ? "sparse" : "dense");
@@ -161,9 +171,9 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
     row.mem_calls = (after.backend_calls - before.backend_calls).memory_calls();
     if (row.replayed) r.replayed_step_mem_calls += row.mem_calls;
     r.peak_bytes = std::max(r.peak_bytes, row.mapped);
-    counted_peak = std::max(counted_peak, row.mapped + row.pool);
   });
-  if (!r.device_peak_measured) r.device_peak_bytes = model.fixed_bytes() + counted_peak;
+  if (!r.device_peak_measured)
+    r.device_peak_bytes = model.fixed_bytes() + compiler.stats().peak_mapped_bytes;
   for (auto& [tokens, p] : rope) compiler.deallocate(p);
   const auto s = compiler.stats();
   r.planned_bytes = s.planned_peak_bytes;

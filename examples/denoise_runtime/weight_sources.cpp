@@ -68,7 +68,9 @@ std::vector<memplan::stream::WeightBlock> host_blocks(const Model& model) {
 
 std::size_t activation_peak(Model& model, const memplan::CompilerOptions& options) {
   memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
-  memplan::Compiler compiler(backend, options);
+  memplan::CompilerOptions probe = options;
+  probe.memory_budget_bytes = 0;  // the probe measures; the budget is the real run's
+  memplan::Compiler compiler(backend, probe);
   ProbeMemory mem(compiler);
   NoWeights weights;
   std::map<std::int64_t, void*> rope;
@@ -84,11 +86,10 @@ std::size_t activation_peak(Model& model, const memplan::CompilerOptions& option
   return compiler.stats().planned_peak_bytes;
 }
 
-memplan::stream::StreamingPlan plan_streaming(const Config& config, Model& model,
-                                              const memplan::CompilerOptions& options) {
+memplan::stream::StreamingInputs streaming_inputs(const Config& config, Model& model,
+                                                  const memplan::CompilerOptions& options) {
   memplan::stream::StreamingInputs in;
   in.block_bytes.assign(static_cast<std::size_t>(model.blocks()), model.layout().bytes);
-  if (config.vram_budget == 0) return memplan::stream::choose_streaming(in);
   in.budget_bytes = config.vram_budget;
   // Outside the plan: the model's own device memory, and the rope tables in the pool.
   std::size_t rope_bytes = 0;
@@ -99,7 +100,16 @@ memplan::stream::StreamingPlan plan_streaming(const Config& config, Model& model
   in.activation_peak_bytes = activation_peak(model, options);
   in.arena_chunk_bytes = options.chunk_bytes;
   in.pool_chunk_bytes = options.pool_chunk_bytes;
-  return memplan::stream::choose_streaming(in);
+  return in;
+}
+
+memplan::stream::StreamingPlan plan_streaming(const Config& config, Model& model,
+                                              const memplan::CompilerOptions& options) {
+  if (config.vram_budget == 0) {
+    return memplan::stream::all_resident(
+        std::vector<std::size_t>(static_cast<std::size_t>(model.blocks()), model.layout().bytes));
+  }
+  return memplan::stream::choose_streaming(streaming_inputs(config, model, options));
 }
 
 double measure_h2d_bandwidth(const Model& model, Ops& ops, int repeats) {

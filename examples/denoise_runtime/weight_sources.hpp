@@ -49,8 +49,13 @@ class NaiveBlocks final : public BlockSource {
 // dropped: the step's allocations without any weights.
 [[nodiscard]] std::size_t activation_peak(Model& model, const memplan::CompilerOptions& options);
 
-// Resident blocks and depth for the budget (all resident without one). Throws OutOfMemory
-// naming the parts when the budget cannot hold the step.
+// What the streaming plan is chosen from: the budget, the model's own device bytes and the rope
+// tables (in the pool), the activations' peak (a probe), the blocks and the chunks.
+[[nodiscard]] memplan::stream::StreamingInputs streaming_inputs(
+    const Config& config, Model& model, const memplan::CompilerOptions& options);
+
+// Resident blocks and depth for the budget (all resident without one, with no probe). Throws
+// OutOfMemory naming the parts when the budget cannot hold the step.
 [[nodiscard]] memplan::stream::StreamingPlan plan_streaming(
     const Config& config, Model& model, const memplan::CompilerOptions& options);
 

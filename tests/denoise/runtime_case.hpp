@@ -113,14 +113,16 @@ inline void expect_runtime_holds(const std::vector<ModeResult>& results, bool ro
   for (const StepRow& row : results[1].rows) EXPECT_EQ(std::string_view(row.path), "eager");
 }
 
-// Blocks of ~2 MiB on the CPU, ~1 MiB on the GPU (hidden 256) so that a budget can keep some
-// resident and stream the others through slots planned in 2 MiB chunks.
+// Blocks of 768 KiB on the CPU (hidden 128, chunks of 1 MiB), 1.5 MiB on the GPU (hidden 256,
+// chunks of 2 MiB, the VMM granule), so that some budget keeps blocks resident and streams the
+// others; small enough to run in seconds in a sanitizer build.
 inline Config weights_config(bool gpu, Weights weights) {
   Config c = small_config(gpu);
   c.blocks = 4;
   c.heads = 4;
-  c.head_dim = 64;
-  c.mlp_ratio = 2;
+  c.head_dim = gpu ? 64 : 32;
+  c.mlp_ratio = 4;
+  c.chunk_mib = gpu ? 2 : 1;
   c.tokens = gpu ? 256 : 64;
   c.steps = 4;
   c.second_tokens = 0;
@@ -143,12 +145,13 @@ inline std::map<std::size_t, std::size_t> budgets_by_resident(Config c, Platform
   Model model(c, platform.ops());
   memplan::CompilerOptions o;
   o.chunk_bytes = c.chunk_mib << 20;
-  o.pool_chunk_bytes = std::size_t{2} << 20;
+  o.pool_chunk_bytes = c.chunk_mib << 20;
   std::map<std::size_t, std::size_t> out;
+  memplan::stream::StreamingInputs in = streaming_inputs(c, model, o);  // one probe
   for (std::size_t mib = 1; mib < 64; ++mib) {
-    c.vram_budget = mib << 20;
+    in.budget_bytes = mib << 20;
     try {
-      out.emplace(plan_streaming(c, model, o).resident_blocks, c.vram_budget);
+      out.emplace(memplan::stream::choose_streaming(in).resident_blocks, in.budget_bytes);
     } catch (const memplan::OutOfMemory&) {
     }
   }

@@ -2,7 +2,8 @@
 // they run and are not overwritten while they run, slots never share bytes with a live
 // activation, the copies and waits come in the planned order under randomized delays on both
 // streams, replayed steps make no backend memory call (graphs included), an abort leaves no slot
-// held, and the plan chosen for a budget holds the step.
+// held, and the plan chosen for a budget holds the step under the compiler's budget (or, with less
+// room, fails with the compiler's BudgetExceeded and holds no slot).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -105,9 +106,11 @@ struct Case {
 };
 
 struct Harness {
-  explicit Harness(const Case& c, bool graphs, bool compute_on_stream)
+  explicit Harness(const Case& c, bool graphs, bool compute_on_stream,
+                   CompilerOptions options = small())
       : c_(c),
         compute_on_stream_(compute_on_stream),
+        compiler(backend, options),
         engine(copy_stream),
         runner(compiler, capturer, compute_on_stream ? compute.ref() : StreamRef{},
                {.enabled = graphs, .capture_after = 1}) {
@@ -213,7 +216,7 @@ struct Harness {
   arena::HostStream compute;
   arena::HostStream copy_stream;
   arena::HostBackend backend{arena::HostBackendOptions{.commit = false}};
-  Compiler compiler{backend, small()};
+  Compiler compiler;
   capture::HostStepCapturer capturer;
   LoggedEngine engine;
   StepRunner runner;
@@ -330,40 +333,69 @@ TEST(WeightStreamer, AnAbortMidStepLeavesNoSlotHeld) {
   }
 }
 
-TEST(WeightStreamer, ThePlanForABudgetHoldsTheStep) {
-  // Blocks of 1-3 MiB, activations of ~1 MiB, chunks of 2 MiB.
+// Blocks of 1-3 MiB, activations of ~1 MiB, chunks of 2 MiB; the activations' peak recorded by a
+// step with every block resident (the plan then holds only them), a plan chosen for 16 MiB.
+struct BudgetCase {
   Case c;
-  for (std::size_t i = 0; i < 8; ++i) {
-    c.weights.push_back((std::size_t{1} << 20) + i * (std::size_t{256} << 10));
-    c.activations.push_back((std::size_t{1} << 20) + (i % 3) * 4096);
-  }
-  // The activations' recorded peak: a step with every block resident plans only them.
-  std::size_t activation_peak = 0;
-  {
+  StreamingInputs in;
+  StreamingPlan plan;
+
+  BudgetCase() {
+    for (std::size_t i = 0; i < 8; ++i) {
+      c.weights.push_back((std::size_t{1} << 20) + i * (std::size_t{256} << 10));
+      c.activations.push_back((std::size_t{1} << 20) + (i % 3) * 4096);
+    }
     Case all = c;
     all.resident = c.weights.size();
-    Harness h(all, false, true);
-    h.step();
-    activation_peak = h.compiler.stats().planned_peak_bytes;
+    Harness probe(all, false, true);
+    probe.step();
+    in.block_bytes = c.weights;
+    in.activation_peak_bytes = probe.compiler.stats().planned_peak_bytes;
+    in.arena_chunk_bytes = small().chunk_bytes;
+    in.pool_chunk_bytes = small().pool_chunk_bytes;
+    in.budget_bytes = std::size_t{16} << 20;
+    plan = choose_streaming(in);
+    c.resident = plan.resident_blocks;
+    c.depth = plan.depth;
   }
-  ASSERT_GT(activation_peak, 0u);
-  StreamingInputs in;
-  in.block_bytes = c.weights;
-  in.activation_peak_bytes = activation_peak;
-  in.arena_chunk_bytes = small().chunk_bytes;
-  in.pool_chunk_bytes = small().pool_chunk_bytes;
-  in.budget_bytes = std::size_t{16} << 20;
-  const StreamingPlan plan = choose_streaming(in);
-  ASSERT_GT(plan.resident_blocks, 0u);
-  ASSERT_LT(plan.resident_blocks, c.weights.size());
-  c.resident = plan.resident_blocks;
-  c.depth = plan.depth;
-  Harness h(c, true, true);
+};
+
+TEST(WeightStreamer, ThePlanForABudgetHoldsTheStepUnderTheCompilersBudget) {
+  const BudgetCase b;
+  ASSERT_GT(b.in.activation_peak_bytes, 0u);
+  ASSERT_GT(b.plan.resident_blocks, 0u);
+  ASSERT_LT(b.plan.resident_blocks, b.c.weights.size());
+  CompilerOptions o = small();
+  o.memory_budget_bytes = b.in.budget_bytes;
+  Harness h(b.c, true, true, o);
   for (int s = 0; s < 4; ++s) h.step();
-  h.expect_clean_run(4 * c.weights.size());
+  h.expect_clean_run(4 * b.c.weights.size());
   const Stats st = h.compiler.stats();
-  EXPECT_LE(st.mapped_bytes + st.pool_mapped_bytes, plan.predicted_peak_bytes);
-  EXPECT_LE(st.mapped_bytes + st.pool_mapped_bytes, in.budget_bytes);
+  EXPECT_LE(st.peak_mapped_bytes, b.plan.predicted_peak_bytes);
+  EXPECT_LE(st.peak_mapped_bytes, b.in.budget_bytes);
+  EXPECT_EQ(st.memory_budget_bytes, b.in.budget_bytes);
+}
+
+TEST(WeightStreamer, ABudgetBelowThePlanFailsWithTheCompilersErrorAndHoldsNoSlot) {
+  const BudgetCase b;
+  // Room for the resident blocks and one chunk less than the step's plan of slots and
+  // activations: the recording step cannot map its last chunk.
+  CompilerOptions o = small();
+  o.memory_budget_bytes = b.plan.predicted_peak_bytes - o.chunk_bytes;
+  Harness h(b.c, false, true, o);
+  try {
+    h.step();
+    FAIL() << "expected BudgetExceeded";
+  } catch (const BudgetExceeded& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("budget"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string(kSlotTag)), std::string::npos) << what;  // a live slot named
+  }
+  const Stats st = h.compiler.stats();
+  EXPECT_FALSE(h.compiler.in_step());
+  EXPECT_EQ(st.live_rogues, 0u);
+  EXPECT_LE(st.peak_mapped_bytes, o.memory_budget_bytes);
+  EXPECT_EQ(h.weights_missing.load() + h.weights_overwritten.load(), 0u);
 }
 
 }  // namespace
