@@ -1,6 +1,7 @@
 // Streamed and naive weights, and the streaming plan of a run (see weight_sources.hpp).
 #include "weight_sources.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -83,7 +84,11 @@ std::size_t activation_peak(Model& model, const memplan::CompilerOptions& option
     }
   }
   for (auto& [tokens, p] : rope) compiler.deallocate(p);
-  return compiler.stats().planned_peak_bytes;
+  // A recording step maps more than its plan (best fit, online), and the budget holds during
+  // recording too: the larger of the plan and what the probe's arena mapped at most. (The pool
+  // only grows here, so peak mapped less the pool's mapped bytes is the arena's peak.)
+  const memplan::Stats s = compiler.stats();
+  return std::max<std::size_t>(s.planned_peak_bytes, s.peak_mapped_bytes - s.pool_mapped_bytes);
 }
 
 memplan::stream::StreamingInputs streaming_inputs(const Config& config, Model& model,
