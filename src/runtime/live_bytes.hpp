@@ -18,14 +18,18 @@ class LiveBytes {
   // A buffer of the running step was placed in the planned arena.
   void step_allocated(Bytes size, std::uint64_t rogue_bytes, std::uint64_t pool_bytes) noexcept {
     step_ += static_cast<std::uint64_t>(size);
-    note(rogue_bytes, pool_bytes);
+    noted(rogue_bytes, pool_bytes);
   }
   void step_freed(Bytes size) noexcept { step_ -= static_cast<std::uint64_t>(size); }
   // The step ended: its buffers still live became rogues (counted there from now on).
   void step_ended() noexcept { step_ = 0; }
-  // Something was allocated in the pool, or rogues were made.
+  // Something was allocated (in the arena, the pool), or rogues were made: the peaks may rise.
   void noted(std::uint64_t rogue_bytes, std::uint64_t pool_bytes) noexcept {
-    note(rogue_bytes, pool_bytes);
+    const std::uint64_t arena = step_ + rogue_bytes;
+    arena_peak_ = std::max(arena_peak_, arena);
+    pool_peak_ = std::max(pool_peak_, pool_bytes);
+    rogue_peak_ = std::max(rogue_peak_, rogue_bytes);
+    total_peak_ = std::max(total_peak_, arena + pool_bytes);
   }
 
   [[nodiscard]] std::uint64_t step_bytes() const noexcept { return step_; }
@@ -35,14 +39,6 @@ class LiveBytes {
   [[nodiscard]] std::uint64_t total_peak() const noexcept { return total_peak_; }
 
  private:
-  void note(std::uint64_t rogue_bytes, std::uint64_t pool_bytes) noexcept {
-    const std::uint64_t arena = step_ + rogue_bytes;
-    arena_peak_ = std::max(arena_peak_, arena);
-    pool_peak_ = std::max(pool_peak_, pool_bytes);
-    rogue_peak_ = std::max(rogue_peak_, rogue_bytes);
-    total_peak_ = std::max(total_peak_, arena + pool_bytes);
-  }
-
   std::uint64_t step_ = 0;
   std::uint64_t arena_peak_ = 0;
   std::uint64_t pool_peak_ = 0;

@@ -8,6 +8,12 @@
 #include "compiler_impl.hpp"
 
 namespace memplan {
+namespace {
+
+// A byte count of the arena's or Stats' unsigned kind, for people.
+std::string human(std::uint64_t bytes) { return human_bytes(to_bytes(bytes)); }
+
+}  // namespace
 
 std::string_view to_string(BreakReason reason) noexcept {
   switch (reason) {
@@ -131,10 +137,9 @@ std::string Compiler::Impl::describe_memory() const {
   std::string text = fmt::format(
       "mapped: {} in the planned arena, {} in the pool; live: {} in {} buffer(s) of the step, "
       "{} in {} rogue(s), {} allocated in the pool",
-      human_bytes(to_bytes(arena.raw().mapped_bytes())),
-      human_bytes(to_bytes(pool.arena().mapped_bytes())), human_bytes(step_bytes), step_buffers,
-      human_bytes(to_bytes(stats.live_rogue_bytes)), stats.live_rogues,
-      human_bytes(to_bytes(pool.allocated_bytes())));
+      human(arena.raw().mapped_bytes()), human(pool.arena().mapped_bytes()),
+      human_bytes(step_bytes), step_buffers, human(stats.live_rogue_bytes), stats.live_rogues,
+      human(pool.allocated_bytes()));
   if (buffers.empty()) return text;
   std::stable_sort(buffers.begin(), buffers.end(),
                    [](const LiveBuffer& a, const LiveBuffer& b) { return a.size > b.size; });
@@ -162,8 +167,8 @@ std::string Compiler::Impl::describe_memory() const {
     throw BudgetExceeded(fmt::format(
         "{}: over the memory budget of {} (CompilerOptions::memory_budget_bytes; {} mapped "
         "now); {}. Cause: {}",
-        request, human_bytes(to_bytes(options.memory_budget_bytes)),
-        human_bytes(to_bytes(budget.used_bytes())), describe_memory(), cause.what()));
+        request, human(options.memory_budget_bytes), human(budget.used_bytes()), describe_memory(),
+        cause.what()));
   }
   throw OutOfMemory(
       fmt::format("{}: out of memory; {}. Cause: {}", request, describe_memory(), cause.what()));
@@ -171,7 +176,7 @@ std::string Compiler::Impl::describe_memory() const {
 
 void Compiler::Impl::rethrow_allocate_failure(std::size_t bytes, const OutOfMemory& cause) const {
   std::string request;
-  const std::string size = human_bytes(to_bytes(bytes));
+  const std::string size = human(bytes);
   if (!cursor.running()) {
     request = fmt::format("allocate {} in the persistent pool (outside steps)", size);
   } else if (pause_depth > 0 || !cursor.on_step_thread()) {
@@ -224,7 +229,6 @@ std::string describe_peak(const std::vector<TagShare>& shares) {
 
 std::string Compiler::Impl::report() const {
   const Stats s = snapshot();
-  const auto human = [](std::uint64_t bytes) { return human_bytes(to_bytes(bytes)); };
   std::string out = fmt::format(
       "memplan compiler report\n"
       "  steps: {} recorded, {} replayed, {} aborted, {} dynamic\n"
@@ -248,16 +252,13 @@ std::string Compiler::Impl::report() const {
   out += fmt::format(
       "  live: {} now ({} arena, {} pool); peak {} ({} arena, {} pool, {} rogues at most)\n"
       "  mapped: {} now, {} at most\n",
-      human_bytes(to_bytes(s.live_bytes)), human_bytes(to_bytes(s.arena_live_bytes)),
-      human_bytes(to_bytes(s.pool_live_bytes)), human_bytes(to_bytes(s.peak_live_bytes)),
-      human_bytes(to_bytes(s.arena_peak_live_bytes)), human_bytes(to_bytes(s.pool_peak_live_bytes)),
-      human_bytes(to_bytes(s.peak_live_rogue_bytes)),
-      human_bytes(to_bytes(s.mapped_bytes + s.pool_mapped_bytes)),
-      human_bytes(to_bytes(s.peak_mapped_bytes)));
+      human(s.live_bytes), human(s.arena_live_bytes), human(s.pool_live_bytes),
+      human(s.peak_live_bytes), human(s.arena_peak_live_bytes), human(s.pool_peak_live_bytes),
+      human(s.peak_live_rogue_bytes), human(s.mapped_bytes + s.pool_mapped_bytes),
+      human(s.peak_mapped_bytes));
   if (s.memory_budget_bytes != 0) {
     out +=
-        fmt::format("  budget: {}; headroom {} now, {} at the peak\n",
-                    human_bytes(to_bytes(s.memory_budget_bytes)),
+        fmt::format("  budget: {}; headroom {} now, {} at the peak\n", human(s.memory_budget_bytes),
                     human_bytes(to_bytes(s.memory_budget_bytes) -
                                 to_bytes(s.mapped_bytes + s.pool_mapped_bytes)),
                     human_bytes(to_bytes(s.memory_budget_bytes) - to_bytes(s.peak_mapped_bytes)));
