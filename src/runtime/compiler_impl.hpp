@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "compiler_lock.hpp"
+#include "learned_sites.hpp"
 #include "live_bytes.hpp"
 #include "memplan/arena/limiting_backend.hpp"
 #include "memplan/arena/persistent_pool.hpp"
@@ -158,8 +159,8 @@ struct Compiler::Impl {
   // What outlives steps.
   RogueSet rogues;
   std::unordered_map<std::uint64_t, std::string> tag_names;
-  // Every learned site: the pool keeps room for one buffer each.
-  std::map<std::pair<const StepTree*, NodeId>, tree::AllocKey> learned_sites;
+  // Every learned site, and how many of its buffers outlive their steps (for the pool's room).
+  LearnedSites learned_sites;
   bool pool_room_stale = false;  // a site was learned or leaked: map room at step end
 
   Stats stats;

@@ -36,6 +36,7 @@ std::uint64_t Compiler::Impl::harvest_rogues(bool learn_sites) {
   // next step's allocation at that site needs a block of its own: map its room now.
   for (const auto& [p, node] : cursor.pooled()) {
     if (node == tree::kNoNode) continue;
+    learned_sites.outlives(p, {current(), node}, /*in_arena=*/false);
     live[node] = nullptr;
     tree().node(node).quiet_steps = 0;
     pool_room_stale = true;
@@ -106,19 +107,21 @@ std::vector<arena::ByteRange> Compiler::Impl::ranges_to_keep() const {
 }
 
 // Later steps serve the learned sites from the pool. After a step that learned a site or left a
-// learned site's buffer live, map room for one buffer of every learned site at once (allocate
-// them all, give them back: free blocks for their sum), so that replayed steps make no backend
-// call (guarantee 2). Each learned site costs its own bytes; a failure here only means a later
-// step may grow the pool.
+// learned site's buffer live, map the room each site's next buffer needs (learned_sites.hpp: one
+// block each at most, none where the caller's habit frees one first) all at once (allocate them
+// all, give them back: free blocks for their sum), so that replayed steps make no backend call
+// (guarantee 2). A failure here only means a later step may grow the pool.
 void Compiler::Impl::reserve_learned_sites() {
   if (!pool_room_stale) return;
   pool_room_stale = false;
   std::vector<void*> room;
   room.reserve(learned_sites.size());
   try {
-    for (const auto& [where, site] : learned_sites) {
-      room.push_back(pool.allocate(to_size(site.size), to_size(site.alignment)));
-    }
+    learned_sites.for_each_missing_room([&](const tree::AllocKey& key, std::uint32_t count) {
+      for (std::uint32_t i = 0; i < count; ++i) {
+        room.push_back(pool.allocate(to_size(key.size), to_size(key.alignment)));
+      }
+    });
   } catch (const Error& e) {
     logger().warn("reserving pool room for learned sites failed: {}", e.what());
   }
@@ -139,7 +142,7 @@ void Compiler::Impl::note_learned_site_freed(NodeId node) {
   n.persistent = false;
   n.quiet_steps = 0;
   if (n.forgotten < 255) ++n.forgotten;
-  learned_sites.erase(std::pair{current(), node});
+  learned_sites.forget({current(), node});
   ++stats.forgotten_rogue_sites;
   logger().info(
       "step '{}': the learned site of a {} B allocation was freed in its step {} times "
@@ -174,7 +177,8 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
   if (learns && !tree().node(node).persistent) {
     tree().node(node).persistent = true;
     ++stats.learned_rogue_sites;
-    learned_sites.emplace(std::pair{current(), node}, tree().node(node).key);
+    learned_sites.learn({current(), node}, tree().node(node).key);
+    learned_sites.outlives(p, {current(), node}, /*in_arena=*/true);
     pool_room_stale = true;
   }
 }
@@ -183,10 +187,12 @@ void Compiler::Impl::free_outside_step(void* p) {
   if (const std::optional<Rogue> rogue = rogues.take(p)) {
     --stats.live_rogues;
     stats.live_rogue_bytes -= static_cast<std::uint64_t>(rogue->size);
+    learned_sites.freed(p);
     return;
   }
   if (pool.owns(p)) {
     pool.deallocate(p);  // throws DoubleFree or ForeignPointer, changing nothing
+    learned_sites.freed(p);
     return;
   }
   if (arena.raw().contains(p)) {

@@ -32,6 +32,7 @@ void Compiler::Impl::begin_step(std::string_view name) {
   arena.ensure_mapped(rogues.window(), g.tree.arena_bytes());
   pauses_in_step = 0;
   scopes_at_step_start = scopes.size();
+  learned_sites.step_begins();
   ++g.steps;
   // The first run of a step records; that is not a break.
   const bool first = g.tree.branch_count() == 0;
@@ -343,6 +344,7 @@ void Compiler::Impl::abort_step() noexcept {
 
 void Compiler::Impl::finish_step() noexcept {
   live_bytes.step_ended();  // what was live became rogues (harvest_rogues)
+  learned_sites.step_ended();
   cursor.finish();
   recording.finish();
   // Scopes opened in the step close with it; those opened before it (a model-wide scope) stay.

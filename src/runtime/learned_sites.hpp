@@ -1,0 +1,73 @@
+// The learned rogue sites, and how much pool room each needs between steps.
+//
+// A learned site is served from the persistent pool, and the pool keeps free room for the site's
+// next buffer, mapped at the end of a step, so that the next step makes no backend call. How many
+// rooms: as many as the site's buffers that will still be live when the next step allocates
+// there, plus one. "One more than is live now" over-counts the common loop, which keeps the last
+// output until the next one exists and then drops it: at the step's end two are live, one is
+// freed before the next step, so two rooms serve it forever, where that rule maps a third (a
+// whole logits tensor, for a language model). So the frees between steps are measured (live at a
+// step's end minus live at the next begin_step) and expected again. A caller that starts keeping
+// more than it did pays once: the next step's allocation there grows the pool, and the habit is
+// measured anew.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "memplan/tree/allocation_tree.hpp"
+
+namespace memplan {
+
+struct StepTree;
+
+class LearnedSites {
+ public:
+  using Site = std::pair<const StepTree*, tree::NodeId>;
+
+  void learn(Site site, const tree::AllocKey& key) { sites_.try_emplace(site, Entry{key}); }
+  // The site is served from the plan again: its buffers still live are no longer counted.
+  void forget(Site site);
+  [[nodiscard]] std::size_t size() const noexcept { return sites_.size(); }
+
+  // A buffer of a learned site is live past its step's end: in the pool, or in the arena (the
+  // rogue that taught the site).
+  void outlives(void* p, Site site, bool in_arena);
+  // Every free of a buffer that outlived its step comes here (others are ignored).
+  void freed(void* p);
+
+  void step_ended() noexcept;
+  void step_begins() noexcept;
+
+  // Calls room(key, count) for each site that needs `count` more free pool blocks of its size
+  // than the pool's live buffers of the site and the frees expected before the next step leave.
+  template <class Room>
+  void for_each_missing_room(Room&& room) const {
+    for (const auto& [site, e] : sites_) {
+      if (const std::uint32_t count = missing_rooms(e); count > 0) room(e.key, count);
+    }
+  }
+
+ private:
+  struct Entry {
+    tree::AllocKey key;
+    std::uint32_t live = 0;      // buffers live past their step, in the pool or the arena
+    std::uint32_t in_arena = 0;  // of those, the arena rogues (the oldest: frees take them first)
+    std::uint32_t live_at_end = 0;
+    std::uint32_t freed_between_steps = 0;  // measured at the last begin_step
+    bool measured = false;
+  };
+  struct Buffer {
+    Site site;
+    bool in_arena;
+  };
+
+  static std::uint32_t missing_rooms(const Entry& e) noexcept;
+
+  std::map<Site, Entry> sites_;
+  std::unordered_map<void*, Buffer> buffers_;
+};
+
+}  // namespace memplan
