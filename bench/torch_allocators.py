@@ -25,8 +25,12 @@ Memory columns (bytes):
   persistent       what was live before the loop (weights, inputs): memory_allocated(), or
                    memplan's pool_live_bytes
   step_peak        peak_total - persistent: what the steps cost on top of the model
-  lower_bound      memplan runs: the planned branch's lower bound (max live bytes of the step,
-                   Stats::lower_bound_bytes); caching/async: max_memory_allocated() - persistent
+  lower_bound      per run: memplan: the planned branch's lower bound (max live bytes of the
+                   step's planned buffers, Stats::lower_bound_bytes: a step's output that outlives
+                   it is served from the pool and not counted); caching/async:
+                   max_memory_allocated() - persistent (every buffer of the step, outputs too).
+                   The table's bound of a model is the largest of its runs' bounds: each is a
+                   lower bound of the same step's memory, and the largest is the tightest
   device_used      the most device memory in use (cudaMemGetInfo, sampled after each step)
                    minus what was in use before the model was built: the same meter for all
 Allocator calls in replayed steps: memplan: backend calls (map, unmap, ...) during the measured
@@ -267,9 +271,8 @@ def summarise(runs):
         if r.get("allocator") == "caching" and "output_sha256" in r:
             reference.setdefault(r["model"], set()).add(r["output_sha256"])
     for model in dict.fromkeys(r["model"] for r in runs):
-        memplan_bound = _most(r.get("lower_bound_bytes") for r in runs
-                              if r["model"] == model and r["allocator"].startswith("memplan")
-                              and "error" not in r)
+        model_bound = _most(r.get("lower_bound_bytes") for r in runs
+                            if r["model"] == model and "error" not in r)
         for allocator in ALLOCATORS:
             mine = [r for r in runs if r["model"] == model and r["allocator"] == allocator]
             if not mine:
@@ -278,7 +281,7 @@ def summarise(runs):
             row = {"model": model, "allocator": allocator, "runs": len(mine),
                    "errors": [r["error"] for r in mine if "error" in r]}
             if ok:
-                bound = memplan_bound or _most(r["lower_bound_bytes"] for r in ok)
+                bound = model_bound
                 step_peak = _most(r["step_peak_bytes"] for r in ok)
                 refs = reference.get(model, set())
                 row.update({
