@@ -176,9 +176,11 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("", "tma"), [](const auto& info) {
-  return std::string(*info.param == '\0' ? "default" : info.param);
-});
+std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info) {
+  return *param_info.param == '\0' ? "default" : param_info.param;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("", "tma"), kernel_name);
 
 }  // namespace
 }  // namespace memplan::attention::test
