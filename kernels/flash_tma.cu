@@ -192,33 +192,61 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   float l[2] = {0.0f, 0.0f};
   float correction[2];
 
+  // Ping-pong: the products of a step are issued between sync on the group's own named barrier
+  // (1 + group) and arrive on the other's, so the groups alternate on the tensor cores while
+  // the other one runs its softmax. Barrier counts (tiles + 1 steps, tiles > 0; with no tile
+  // no barrier is touched): each group syncs its own barrier in every step; group 0 arrives
+  // on group 1's in every step; group 1 arrives on group 0's once before its first step (group
+  // 0 goes first) and in every step but the last. So each barrier completes tiles + 1 times,
+  // with both groups' 128 threads each time. Both groups have the same tile count (two groups:
+  // dense rows).
+  auto take_turn = [&] {
+    if constexpr (Cfg::kPingPong) named_barrier_sync<256>(1 + group);
+  };
+  auto pass_turn = [&] {
+    if constexpr (Cfg::kPingPong) named_barrier_arrive<256>(2 - group);
+  };
+  auto last_pass = [&] {  // the last step's
+    if (group == 0) pass_turn();
+  };
+  if constexpr (Cfg::kPingPong) {
+    if (group == 1 && tiles > 0) named_barrier_arrive<256>(1);
+  }
+  auto wait_k = [&](int t) { mbar_wait(k_full(t % kStages), (t / kStages) & 1); };
+  auto wait_v = [&](int t) { mbar_wait(v_full(t % kStages), (t / kStages) & 1); };
+
   mbar_wait(q_full, 0);
+  std::uint32_t a[kKeys / 16][4];  // P of the previous tile
   if constexpr (Cfg::kPipelined) {
-    std::uint32_t a[kKeys / 16][4];  // P of the previous tile
+    // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
+    // while P V runs; step 0 has no P V, the last step (tiles) only P V.
     if (tiles > 0) {
       float s[kKeys / 2];
       int valid[kPerTile];
       valid_keys(0, valid);
-      mbar_wait(k_full(0), 0);
+      wait_k(0);
+      take_turn();
       wgmma_fence();
       issue_s<kKeys>(s, s_q, s_k(0));
+      pass_turn();
       wgmma_wait<0>();
       mbar_arrive(k_empty(0));
       softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
       pack_p<kKeys>(a, s);
     }
-    // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t.
     for (int t = 1; t < tiles; ++t) {
       const int stage = t % kStages;
       const int prev = (t - 1) % kStages;
       float s[kKeys / 2];  // declared per step: no value flows into the next step's S
       int valid[kPerTile];
       valid_keys(t, valid);
-      mbar_wait(k_full(stage), (t / kStages) & 1);
-      mbar_wait(v_full(prev), ((t - 1) / kStages) & 1);
+      wait_k(t);
+      wait_v(t - 1);
+      take_turn();
       wgmma_fence();
       issue_s<kKeys>(s, s_q, s_k(stage));
       issue_pv<kKeys>(o, a, s_v(prev));
+      pass_turn();
       wgmma_wait<1>();  // S of tile t: its K stage is free
       mbar_arrive(k_empty(stage));
       softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
@@ -229,29 +257,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
     if (tiles > 0) {
       const int last = tiles - 1;
-      mbar_wait(v_full(last % kStages), (last / kStages) & 1);
+      wait_v(last);
+      take_turn();
       wgmma_fence();
       issue_pv<kKeys>(o, a, s_v(last % kStages));
+      last_pass();
       wgmma_wait<0>();
       mbar_arrive(v_empty(last % kStages));
     }
   } else {
     // Step t: P V of tile t - 1 (waited for: P dies before S is born), then S of tile t, its
     // softmax, and O rescaled (P V of t - 1 is in it); a last step does P V of the last tile.
-    // Ping-pong: the products of a step are issued between sync on the group's own barrier
-    // (1 + group) and arrive on the other's, so the groups alternate on the tensor cores.
-    // Barrier counts (tiles + 1 steps): each group syncs its own barrier in every step; group 0
-    // arrives on group 1's in every step; group 1 arrives on group 0's once before its first
-    // step (group 0 goes first) and in every step but the last. So each barrier completes
-    // tiles + 1 times with both groups' 128 threads. Both groups have the same tile count (two
-    // groups: dense rows).
-    std::uint32_t a[kKeys / 16][4];  // P of the previous tile
-    auto take_turn = [&] {
-      if constexpr (Cfg::kPingPong) named_barrier_sync<256>(1 + group);
-    };
-    auto pass_turn = [&] {
-      if constexpr (Cfg::kPingPong) named_barrier_arrive<256>(2 - group);
-    };
     auto pv_of = [&](int t) {  // P V of tile t, waited for; frees its V stage
       const int stage = t % kStages;
       wgmma_fence();
@@ -259,16 +275,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       wgmma_wait<0>();
       mbar_arrive(v_empty(stage));
     };
-    if constexpr (Cfg::kPingPong) {
-      if (group == 1) named_barrier_arrive<256>(1);
-    }
     for (int t = 0; t < tiles; ++t) {
       const int stage = t % kStages;
       float s[kKeys / 2];
       int valid[kPerTile];
       valid_keys(t, valid);
-      mbar_wait(k_full(stage), (t / kStages) & 1);
-      if (t > 0) mbar_wait(v_full((t - 1) % kStages), ((t - 1) / kStages) & 1);
+      wait_k(t);
+      if (t > 0) wait_v(t - 1);
       take_turn();
       if (t > 0) pv_of(t - 1);
       wgmma_fence();
@@ -280,10 +293,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       rescale(o, correction);
       pack_p<kKeys>(a, s);
     }
-    if (tiles > 0) mbar_wait(v_full((tiles - 1) % kStages), ((tiles - 1) / kStages) & 1);
-    take_turn();
-    if (tiles > 0) pv_of(tiles - 1);
-    if (group == 0) pass_turn();
+    if (tiles > 0) {
+      wait_v(tiles - 1);
+      take_turn();
+      pv_of(tiles - 1);
+      last_pass();
+    }
   }
 
   // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
@@ -297,13 +312,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // Dense: two consumer warpgroups on neighbouring query blocks share 128-key tiles (1 CTA per SM,
 // 160 KB), taking turns on the tensor cores. Sparse rows: one consumer warpgroup per CTA (rows
-// differ), 64-key tiles, pipelined, 2 CTAs per SM (112 KB). The alternatives
-// (MEMPLAN_ATTENTION_KERNEL=tma-alt), to measure each choice: dense without ping-pong, sparse
-// rows with 128-key tiles (1 CTA per SM).
+// differ), 64-key tiles, pipelined, 2 CTAs per SM (112 KB). Alternatives, to measure each
+// choice in one run: tma-alt runs dense without ping-pong and sparse rows on 128-key tiles
+// (1 CTA per SM); tma-64 runs dense on 64-key tiles (4 stages), pipelined and ping-pong.
 using DenseTma = TmaConfig<2, 128, 2, 1, false, true>;
 using SparseTma = TmaConfig<1, 64, 3, 2, true, false>;
 using DenseTmaAlt = TmaConfig<2, 128, 2, 1, false, false>;
 using SparseTmaAlt = TmaConfig<1, 128, 2, 1, true, false>;
+using DenseTma64 = TmaConfig<2, 64, 4, 1, true, true>;
 
 template <class Cfg>
 void launch(const FlashParams& params, cudaStream_t stream) {
@@ -322,13 +338,19 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-void run_flash_tma(const FlashParams& params, bool alternative, cudaStream_t stream) {
-  const bool dense = params.kv_count == nullptr;
-  if (dense) {
-    alternative ? launch<DenseTmaAlt>(params, stream) : launch<DenseTma>(params, stream);
-  } else {
-    alternative ? launch<SparseTmaAlt>(params, stream) : launch<SparseTma>(params, stream);
+void run_flash_tma(const FlashParams& params, TmaVariant variant, cudaStream_t stream) {
+  if (params.kv_count == nullptr) {
+    switch (variant) {
+      case TmaVariant::Main:
+        return launch<DenseTma>(params, stream);
+      case TmaVariant::Alternative:
+        return launch<DenseTmaAlt>(params, stream);
+      case TmaVariant::SmallTiles:
+        return launch<DenseTma64>(params, stream);
+    }
   }
+  if (variant == TmaVariant::Alternative) return launch<SparseTmaAlt>(params, stream);
+  launch<SparseTma>(params, stream);
 }
 
 }  // namespace memplan::attention::detail

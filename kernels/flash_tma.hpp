@@ -1,6 +1,6 @@
 // The Hopper flash forward kernel with a TMA producer warp (flash_tma.cu): its launcher. Same
 // conditions as flash_wgmma.hpp (head_dim 128, a device where flash_wgmma_available()); chosen
-// with MEMPLAN_ATTENTION_KERNEL=tma or tma-alt (flash_fwd.cu) until it is measured.
+// with MEMPLAN_ATTENTION_KERNEL=tma, tma-alt or tma-64 (flash_fwd.cu) until it is measured.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,7 +9,12 @@
 
 namespace memplan::attention::detail {
 
-// `alternative`: dense without ping-pong, sparse rows with 128-key tiles instead of 64.
-void run_flash_tma(const FlashParams& params, bool alternative, cudaStream_t stream);
+// Which configurations run (flash_tma.cu): Main (tma) dense on 128-key tiles with ping-pong,
+// sparse rows on 64-key tiles; Alternative (tma-alt) dense without ping-pong, sparse rows on
+// 128-key tiles; SmallTiles (tma-64) dense on 64-key tiles, pipelined and ping-pong, sparse rows
+// as Main.
+enum class TmaVariant { Main, Alternative, SmallTiles };
+
+void run_flash_tma(const FlashParams& params, TmaVariant variant, cudaStream_t stream);
 
 }  // namespace memplan::attention::detail

@@ -1,6 +1,6 @@
 // The flash forward kernel against the double reference with the block list expanded to a token
 // mask: dense rows, hand-made sparse lists, both head dims, batch > 1 and partial tail blocks;
-// on the default path and, for head_dim 128, on the TMA kernel in both its configurations
+// on the default path and, for head_dim 128, on the TMA kernel in each of its configurations
 // (128-key tiles: odd block counts end with a half-empty tile; random lists have odd lengths).
 #include <gtest/gtest.h>
 
@@ -111,7 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
                       FlashCase{{1, 640, 2, 128}, "tma"}, FlashCase{{2, 960, 2, 128}, "tma"},
                       FlashCase{{1, 37, 2, 128}, "tma-alt"}, FlashCase{{2, 300, 2, 128}, "tma-alt"},
                       FlashCase{{3, 450, 2, 128}, "tma-alt"},
-                      FlashCase{{2, 960, 2, 128}, "tma-alt"}),
+                      FlashCase{{2, 960, 2, 128}, "tma-alt"}, FlashCase{{1, 37, 2, 128}, "tma-64"},
+                      FlashCase{{2, 300, 2, 128}, "tma-64"}, FlashCase{{2, 960, 2, 128}, "tma-64"}),
     case_name);
 
 }  // namespace
