@@ -91,7 +91,7 @@ def visited_blocks(q, k, mode, keep_percent=10.0, tau=1.5):
             keep.scatter_(1, top, True)
         else:
             mean = scores.mean(1, keepdim=True)
-            std = scores.std(1, unbiased=False, keepdim=True)
+            std = scores.std(1, correction=0, keepdim=True)
             above = scores > mean + tau * std
             cap = percent_of(TAU_CAP_PERCENT, n)
             capped = above.sum(1) > cap

@@ -6,10 +6,10 @@
 // the producer loads Q, then for each key tile (KEYS / 64 listed 64-token blocks side by side:
 // any blocks of the row's list, each loaded on its own) K and V with bulk-tensor copies
 // (cp.async.bulk.tensor, 128B swizzle: the layout the wgmma descriptors read) into a ring of
-// STAGES stages. Consumers compute S of tile t and P V of tile t-1 together, so the tensor cores
-// work on P V while the softmax of tile t runs. A list of odd length ends with a tile whose
-// second slot holds its first block again (finite values, fully masked): the bytes a stage
-// expects never vary.
+// STAGES stages. A list of odd length ends with a tile whose second slot holds its first block
+// again (finite values, fully masked): the bytes a stage expects never vary. How consumers
+// overlap softmax with the products (within a group, between two groups) is set per
+// configuration (TmaConfig).
 //
 // Synchronisation: mbarriers in shared memory, no CTA barrier after set-up.
 //   q_full        1 arrival (the producer's expect_tx) + the bytes of every group's Q.
@@ -21,11 +21,14 @@
 // waiting k_empty / v_empty with parity (n - 1) & 1, i.e. after every consumer thread released
 // use n - 1. So no barrier can run two phases ahead of a waiter (a consumer cannot release use
 // n before use n was loaded, the producer cannot load use n + 1 before use n was released), and
-// parity names the phase unambiguously. Every thread arrives on each empty barrier exactly once
-// per tile. No deadlock: consumer step t needs K(t) and V(t - 1); the producer issues K(t), V(t)
-// in tile order and blocks only on releases of tiles <= t - STAGES + 1 < t + 1, which steps
-// before t give without needing anything the producer has not yet issued. Waits trap after 10 s
-// (tma.cuh), so a broken invariant fails the launch instead of hanging.
+// parity names the phase unambiguously. Every consumer thread arrives on each empty barrier
+// exactly once per tile. No deadlock: consumer step t needs K(t) and V(t - 1) (P V of a tile
+// runs in the step after its S, in both loops); the producer issues K(j), V(j) in tile order and
+// first waits for the release of K(j - STAGES) (step j - STAGES) or V(j - STAGES) (step
+// j - STAGES + 1), steps that need only K and V of tiles before j, issued already. Ping-pong
+// turns pass right after a group issued its products, never across an mbarrier wait, so it
+// adds no cycle. Waits trap after 10 s (tma.cuh): a broken invariant fails the launch instead
+// of hanging.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -45,7 +48,8 @@ namespace {
 
 // PIPELINED: S of tile t and P V of tile t - 1 go to the tensor cores together, so the softmax
 // of tile t overlaps P V (P of one tile and S of the next live at once: 186 registers at 128-key
-// tiles, more than the 168 a thread of 9 warps can have, so two groups do not pipeline).
+// tiles, more than the 168 a thread of 9 warps can have, so two groups pipeline only 64-key
+// tiles). Otherwise P V of tile t - 1 is waited for before S of tile t is issued.
 // PINGPONG (two groups): the groups take turns to issue their matrix products, so one group's
 // softmax runs while the other's products occupy the tensor cores.
 template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, bool PIPELINED, bool PINGPONG>
