@@ -170,8 +170,8 @@ def main():
                     continue
                 try:
                     times[name].append(median_ms(fn, reps, warmup))
-                except RuntimeError as err:  # a backend can refuse a shape
-                    errors[name] = str(err).splitlines()[0]
+                except Exception as err:  # a backend can refuse a shape; a kernel can fail
+                    errors[name] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
         cudnn = statistics.median(times["sdpa-cudnn"]) if times.get("sdpa-cudnn") else None
         for name, mode, _, flops in backends:
             row = {"tokens": n, "backend": name, "mode": mode}
