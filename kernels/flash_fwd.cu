@@ -4,9 +4,9 @@
 // d=64: 32 rows/warp 3 stages 292, 16 rows/warp 278.
 // On a compute capability 9.0 device, head_dim 128 runs a Hopper kernel instead: the wgmma kernel
 // with its cp.async ring (flash_wgmma.cu) by default, the TMA producer kernel (flash_tma.cu) with
-// MEMPLAN_ATTENTION_KERNEL=tma (or tma-alt, tma-64: its alternative configurations) until that one
-// is measured; MEMPLAN_ATTENTION_KERNEL=mma forces mma.sync. The variable is read at every launch,
-// so a process (the tests, the benchmark) can run each path.
+// MEMPLAN_ATTENTION_KERNEL=tma (or tma-alt, tma-64, tma-wide: its alternative configurations) until
+// that one is measured; MEMPLAN_ATTENTION_KERNEL=mma forces mma.sync. The variable is read at every
+// launch, so a process (the tests, the benchmark) can run each path.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -37,7 +37,7 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   check_launch("flash_fwd_kernel");
 }
 
-enum class KernelChoice { Default, Mma, Tma, TmaAlternative, Tma64 };
+enum class KernelChoice { Default, Mma, Tma, TmaAlternative, Tma64, TmaWide };
 
 KernelChoice kernel_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
@@ -48,8 +48,22 @@ KernelChoice kernel_choice() {
   if (std::strcmp(value, "tma") == 0) return KernelChoice::Tma;
   if (std::strcmp(value, "tma-alt") == 0) return KernelChoice::TmaAlternative;
   if (std::strcmp(value, "tma-64") == 0) return KernelChoice::Tma64;
+  if (std::strcmp(value, "tma-wide") == 0) return KernelChoice::TmaWide;
   throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
-                        " is none of wgmma, tma, tma-alt, tma-64, mma");
+                        " is none of wgmma, tma, tma-alt, tma-64, tma-wide, mma");
+}
+
+TmaVariant tma_variant(KernelChoice choice) {
+  switch (choice) {
+    case KernelChoice::TmaAlternative:
+      return TmaVariant::Alternative;
+    case KernelChoice::Tma64:
+      return TmaVariant::SmallTiles;
+    case KernelChoice::TmaWide:
+      return TmaVariant::InlineWide;
+    default:
+      return TmaVariant::Main;
+  }
 }
 
 }  // namespace
@@ -61,10 +75,7 @@ void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
   if (hopper && choice == KernelChoice::Default) {
     run_flash_wgmma(params, stream);
   } else if (hopper) {
-    const TmaVariant variant = choice == KernelChoice::TmaAlternative ? TmaVariant::Alternative
-                               : choice == KernelChoice::Tma64        ? TmaVariant::SmallTiles
-                                                                      : TmaVariant::Main;
-    run_flash_tma(params, variant, stream);
+    run_flash_tma(params, tma_variant(choice), stream);
   } else if (params.head_dim == 64) {
     launch<64, 2, 3>(params, stream);
   } else {

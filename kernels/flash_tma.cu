@@ -52,7 +52,10 @@ namespace {
 // tiles). Otherwise P V of tile t - 1 is waited for before S of tile t is issued.
 // PINGPONG (two groups): the groups take turns to issue their matrix products, so one group's
 // softmax runs while the other's products occupy the tensor cores.
-template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, bool PIPELINED, bool PINGPONG>
+// INLINE: no producer warp; consumer thread 0 issues the copies between its steps (below), so
+// the CTA is 8 warps and a thread may hold 255 registers: enough to pipeline 128-key tiles.
+template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, bool PIPELINED, bool PINGPONG,
+          bool INLINE = false>
 struct TmaConfig {
   static constexpr int kGroups = GROUPS;
   static constexpr int kKeys = KEYS;
@@ -61,8 +64,9 @@ struct TmaConfig {
   static constexpr int kMinBlocks = MIN_BLOCKS;  // CTAs per SM the registers must allow
   static constexpr bool kPipelined = PIPELINED;
   static constexpr bool kPingPong = PINGPONG;
+  static constexpr bool kInlineLoads = INLINE;
   static constexpr int kConsumers = 128 * GROUPS;
-  static constexpr int kThreads = kConsumers + 32;  // + the producer warp
+  static constexpr int kThreads = kConsumers + (INLINE ? 0 : 32);  // + the producer warp
   static constexpr int kTileBytes = kv_tile_bytes<KEYS>();
   static constexpr int kKOffset = kWgQBytes * GROUPS;              // K stages
   static constexpr int kVOffset = kKOffset + kTileBytes * STAGES;  // V stages
@@ -71,7 +75,8 @@ struct TmaConfig {
   static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers;
   static_assert(KEYS == 64 || KEYS == 128, "key tiles of one or two 64-token blocks");
   static_assert(!PINGPONG || GROUPS == 2, "ping-pong takes two groups");
-  static_assert(!PIPELINED || GROUPS == 1 || KEYS == 64, "see the register note above");
+  static_assert(!PIPELINED || GROUPS == 1 || KEYS == 64 || INLINE, "see the register note");
+  static_assert(!INLINE || PIPELINED, "in-line copies are issued from the pipelined loop");
 };
 
 // The two 64-column halves of head_dim of 64 tokens of one head: two boxes of 64 x 128 bytes.
@@ -129,41 +134,51 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
   __syncthreads();  // the last CTA-wide barrier: from here on, only the mbarriers
 
-  if (tid >= Cfg::kConsumers) {
-    // The producer warp: lane 0 issues every copy. With several groups every row is dense, so
-    // the first group's list is everyone's.
-    if (lane != 0) return;
-    const FlashRow<kWgD> fr(p, first_q_block, head, batch);
-    const int tiles = (fr.count + kPerTile - 1) / kPerTile;
+  // The copies, issued by one thread. Q of every group (a group past the last query block
+  // loads rows past the end: zeros, never stored):
+  auto load_q = [&] {
     mbar_arrive_expect_tx(q_full, kWgQBytes * Cfg::kGroups);
     for (int g = 0; g < Cfg::kGroups; ++g) {
-      // A group past the last query block loads rows past the end: zeros, never stored.
       load_block(s_base + kWgQBytes * g, kWgHalfBytes, &q_map, q_full,
                  static_cast<std::int64_t>(first_q_block + g) * 64, head, batch);
     }
+  };
+  // K (or V) of tile j of `row`'s list into its stage, once every consumer released the
+  // stage's previous use: waited for if `block`, else only tried (false: not issued).
+  auto load_kv = [&](const FlashRow<kWgD>& row, bool is_v, int j, bool block) {
+    const int stage = j % kStages;
+    const int use = j / kStages;
+    if (use > 0) {
+      const std::uint32_t empty = is_v ? v_empty(stage) : k_empty(stage);
+      if (block) {
+        mbar_wait(empty, (use - 1) & 1);
+      } else if (!mbar_try_wait(empty, (use - 1) & 1)) {
+        return false;
+      }
+    }
+    const std::uint32_t full = is_v ? v_full(stage) : k_full(stage);
+    mbar_arrive_expect_tx(full, kTileBytes);
+#pragma unroll
+    for (int b = 0; b < kPerTile; ++b) {
+      const int i = j * kPerTile + b;
+      const std::int64_t token0 =
+          static_cast<std::int64_t>(row.key_block(i < row.count ? i : j * kPerTile)) * 64;
+      load_block((is_v ? s_v(stage) : s_k(stage)) + b * kWgHalfBytes, kKeys * 128,
+                 is_v ? &v_map : &k_map, full, token0, head, batch);
+    }
+    return true;
+  };
+
+  if (!Cfg::kInlineLoads && tid >= Cfg::kConsumers) {
+    // The producer warp: lane 0 issues every copy, K and V of each tile in tile order. With
+    // several groups every row is dense, so the first group's list is everyone's.
+    if (lane != 0) return;
+    const FlashRow<kWgD> fr(p, first_q_block, head, batch);
+    const int tiles = (fr.count + kPerTile - 1) / kPerTile;
+    load_q();
     for (int t = 0; t < tiles; ++t) {
-      const int stage = t % kStages;
-      const int use = t / kStages;
-      std::int64_t token0[kPerTile];
-#pragma unroll
-      for (int b = 0; b < kPerTile; ++b) {
-        const int i = t * kPerTile + b;
-        token0[b] = static_cast<std::int64_t>(fr.key_block(i < fr.count ? i : t * kPerTile)) * 64;
-      }
-      if (use > 0) mbar_wait(k_empty(stage), (use - 1) & 1);
-      mbar_arrive_expect_tx(k_full(stage), kTileBytes);
-#pragma unroll
-      for (int b = 0; b < kPerTile; ++b) {
-        load_block(s_k(stage) + b * kWgHalfBytes, kKeys * 128, &k_map, k_full(stage), token0[b],
-                   head, batch);
-      }
-      if (use > 0) mbar_wait(v_empty(stage), (use - 1) & 1);
-      mbar_arrive_expect_tx(v_full(stage), kTileBytes);
-#pragma unroll
-      for (int b = 0; b < kPerTile; ++b) {
-        load_block(s_v(stage) + b * kWgHalfBytes, kKeys * 128, &v_map, v_full(stage), token0[b],
-                   head, batch);
-      }
+      load_kv(fr, false, t, true);
+      load_kv(fr, true, t, true);
     }
     return;
   }
@@ -219,6 +234,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   auto wait_k = [&](int t) { mbar_wait(k_full(t % kStages), (t / kStages) & 1); };
   auto wait_v = [&](int t) { mbar_wait(v_full(t % kStages), (t / kStages) & 1); };
 
+  // In-line copies (INLINE): thread 0, in group 0 (whose list is everyone's), issues Q and,
+  // before each step t, K of tiles up to t and V of tiles up to t - 1 waiting for their stages
+  // if it must (step t needs them), and further tiles while their stages are already free. It
+  // waits only for releases of tiles <= t - 1 from steps <= t - STAGES + 1 of both groups,
+  // which need nothing it has not issued, and never while holding a ping-pong turn.
+  int next_k = 0;  // the next tile whose K (V) thread 0 issues
+  int next_v = 0;
+  auto issue_loads = [&](int need_k, int need_v) {
+    if constexpr (Cfg::kInlineLoads) {
+      if (tid != 0) return;
+      while (next_k < tiles && load_kv(fr, false, next_k, next_k <= need_k)) ++next_k;
+      while (next_v < tiles && load_kv(fr, true, next_v, next_v <= need_v)) ++next_v;
+    }
+  };
+  if constexpr (Cfg::kInlineLoads) {
+    if (tid == 0) load_q();
+  }
+
   mbar_wait(q_full, 0);
   std::uint32_t a[kKeys / 16][4];  // P of the previous tile
   if constexpr (Cfg::kPipelined) {
@@ -228,6 +261,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       float s[kKeys / 2];
       int valid[kPerTile];
       valid_keys(0, valid);
+      issue_loads(0, -1);
       wait_k(0);
       take_turn();
       wgmma_fence();
@@ -244,6 +278,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       float s[kKeys / 2];  // declared per step: no value flows into the next step's S
       int valid[kPerTile];
       valid_keys(t, valid);
+      issue_loads(t, t - 1);
       wait_k(t);
       wait_v(t - 1);
       take_turn();
@@ -261,6 +296,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
     if (tiles > 0) {
       const int last = tiles - 1;
+      issue_loads(last, last);
       wait_v(last);
       take_turn();
       wgmma_fence();
@@ -318,12 +354,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 // 160 KB), taking turns on the tensor cores. Sparse rows: one consumer warpgroup per CTA (rows
 // differ), 64-key tiles, pipelined, 2 CTAs per SM (112 KB). Alternatives, to measure each
 // choice in one run: tma-alt runs dense without ping-pong and sparse rows on 128-key tiles
-// (1 CTA per SM); tma-64 runs dense on 64-key tiles (4 stages), pipelined and ping-pong.
+// (1 CTA per SM); tma-64 runs dense on 64-key tiles (4 stages), pipelined and ping-pong;
+// tma-wide runs dense on 128-key tiles (3 stages, 224 KB), pipelined and ping-pong, its copies
+// issued in line by consumer thread 0.
 using DenseTma = TmaConfig<2, 128, 2, 1, false, true>;
 using SparseTma = TmaConfig<1, 64, 3, 2, true, false>;
 using DenseTmaAlt = TmaConfig<2, 128, 2, 1, false, false>;
 using SparseTmaAlt = TmaConfig<1, 128, 2, 1, true, false>;
 using DenseTma64 = TmaConfig<2, 64, 4, 1, true, true>;
+using DenseTmaWide = TmaConfig<2, 128, 3, 1, true, true, true>;
 
 template <class Cfg>
 void launch(const FlashParams& params, cudaStream_t stream) {
@@ -351,6 +390,8 @@ void run_flash_tma(const FlashParams& params, TmaVariant variant, cudaStream_t s
         return launch<DenseTmaAlt>(params, stream);
       case TmaVariant::SmallTiles:
         return launch<DenseTma64>(params, stream);
+      case TmaVariant::InlineWide:
+        return launch<DenseTmaWide>(params, stream);
     }
   }
   if (variant == TmaVariant::Alternative) return launch<SparseTmaAlt>(params, stream);

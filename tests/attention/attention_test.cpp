@@ -115,5 +115,14 @@ INSTANTIATE_TEST_SUITE_P(
                       FlashCase{{2, 300, 2, 128}, "tma-64"}, FlashCase{{2, 960, 2, 128}, "tma-64"}),
     case_name);
 
+// tma-wide: copies issued by a consumer thread between its steps, 3 stages; its own suite, so a
+// failure there cannot hide the results above.
+INSTANTIATE_TEST_SUITE_P(TmaWide, FlashForward,
+                         ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma-wide"},
+                                           FlashCase{{2, 300, 2, 128}, "tma-wide"},
+                                           FlashCase{{3, 450, 2, 128}, "tma-wide"},
+                                           FlashCase{{2, 960, 2, 128}, "tma-wide"}),
+                         case_name);
+
 }  // namespace
 }  // namespace memplan::attention::test
