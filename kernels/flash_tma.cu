@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   };
   // K (or V) of tile j of `row`'s list into its stage, once every consumer released the
-  // stage's previous use: waited for if `block`, else only tried (false: not issued).
+  // stage's previous use: waited for if `block`, else only tested (false: not issued).
   auto load_kv = [&](const FlashRow<kWgD>& row, bool is_v, int j, bool block) {
     const int stage = j % kStages;
     const int use = j / kStages;
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       const std::uint32_t empty = is_v ? v_empty(stage) : k_empty(stage);
       if (block) {
         mbar_wait(empty, (use - 1) & 1);
-      } else if (!mbar_try_wait(empty, (use - 1) & 1)) {
+      } else if (!mbar_test_wait(empty, (use - 1) & 1)) {
         return false;
       }
     }
