@@ -8,8 +8,7 @@
 // (cp.async.bulk.tensor, 128B swizzle: the layout the wgmma descriptors read) into a ring of
 // STAGES stages. A list of odd length ends with a tile whose second slot holds its first block
 // again (finite values, fully masked): the bytes a stage expects never vary. How consumers
-// overlap softmax with the products (within a group, between two groups) is set per
-// configuration (TmaConfig).
+// overlap softmax with the products: see TmaConfig.
 //
 // Synchronisation: mbarriers in shared memory, no CTA barrier after set-up.
 //   q_full        1 arrival (the producer's expect_tx) + the bytes of every group's Q.
@@ -46,27 +45,26 @@ namespace memplan::attention::detail {
 
 namespace {
 
-// PIPELINED: S of tile t and P V of tile t - 1 go to the tensor cores together, so the softmax
-// of tile t overlaps P V (P of one tile and S of the next live at once: 186 registers at 128-key
-// tiles, more than the 168 a thread of 9 warps can have, so two groups pipeline only 64-key
-// tiles). Otherwise P V of tile t - 1 is waited for before S of tile t is issued.
-// PINGPONG (two groups): the groups take turns to issue their matrix products, so one group's
-// softmax runs while the other's products occupy the tensor cores.
-// INLINE: no producer warp; consumer thread 0 issues the copies between its steps (below), so
-// the CTA is 8 warps and a thread may hold 255 registers: enough to pipeline 128-key tiles.
-template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, bool PIPELINED, bool PINGPONG,
-          bool INLINE = false>
+// The overlap of softmax with the matrix products follows from the number of groups:
+//   one group (sparse rows): pipelined, S of tile t and P V of tile t - 1 go to the tensor cores
+//     together, so the softmax of tile t overlaps P V;
+//   two groups (dense): ping-pong, the groups take turns to issue their products, so one group's
+//     softmax runs while the other's products occupy the tensor cores. P V of tile t - 1 is
+//     waited for before S of tile t is issued: pipelining as well would keep P of one 128-key
+//     tile and S of the next alive at once, 186 registers, more than the 168 a thread of a
+//     9-warp CTA can have (pipelined and ping-pong on 64-key tiles measured slower, 512 against
+//     566 TFLOP/s: docs/attention.md).
+template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS>
 struct TmaConfig {
   static constexpr int kGroups = GROUPS;
   static constexpr int kKeys = KEYS;
   static constexpr int kBlocksPerTile = KEYS / 64;
   static constexpr int kStages = STAGES;
   static constexpr int kMinBlocks = MIN_BLOCKS;  // CTAs per SM the registers must allow
-  static constexpr bool kPipelined = PIPELINED;
-  static constexpr bool kPingPong = PINGPONG;
-  static constexpr bool kInlineLoads = INLINE;
+  static constexpr bool kPipelined = GROUPS == 1;
+  static constexpr bool kPingPong = GROUPS == 2;
   static constexpr int kConsumers = 128 * GROUPS;
-  static constexpr int kThreads = kConsumers + (INLINE ? 0 : 32);  // + the producer warp
+  static constexpr int kThreads = kConsumers + 32;  // + the producer warp
   static constexpr int kTileBytes = kv_tile_bytes<KEYS>();
   static constexpr int kKOffset = kWgQBytes * GROUPS;              // K stages
   static constexpr int kVOffset = kKOffset + kTileBytes * STAGES;  // V stages
@@ -74,9 +72,7 @@ struct TmaConfig {
   static constexpr int kBarriers = 1 + 4 * STAGES;
   static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers;
   static_assert(KEYS == 64 || KEYS == 128, "key tiles of one or two 64-token blocks");
-  static_assert(!PINGPONG || GROUPS == 2, "ping-pong takes two groups");
-  static_assert(!PIPELINED || GROUPS == 1 || KEYS == 64 || INLINE, "see the register note");
-  static_assert(!INLINE || PIPELINED, "in-line copies are issued from the pipelined loop");
+  static_assert(GROUPS == 1 || GROUPS == 2, "one group pipelines, two play ping-pong");
 };
 
 // The two 64-column halves of head_dim of 64 tokens of one head: two boxes of 64 x 128 bytes.
@@ -134,51 +130,36 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
   __syncthreads();  // the last CTA-wide barrier: from here on, only the mbarriers
 
-  // The copies, issued by one thread. Q of every group (a group past the last query block
-  // loads rows past the end: zeros, never stored):
-  auto load_q = [&] {
+  if (tid >= Cfg::kConsumers) {
+    // The producer warp: lane 0 issues every copy. With two groups every row is dense, so the
+    // first group's list is everyone's. Q of every group first (a group past the last query
+    // block loads rows past the end: zeros, never stored).
+    if (lane != 0) return;
+    const FlashRow<kWgD> fr(p, first_q_block, head, batch);
+    const int tiles = (fr.count + kPerTile - 1) / kPerTile;
     mbar_arrive_expect_tx(q_full, kWgQBytes * Cfg::kGroups);
     for (int g = 0; g < Cfg::kGroups; ++g) {
       load_block(s_base + kWgQBytes * g, kWgHalfBytes, &q_map, q_full,
                  static_cast<std::int64_t>(first_q_block + g) * 64, head, batch);
     }
-  };
-  // K (or V) of tile j of `row`'s list into its stage, once every consumer released the
-  // stage's previous use: waited for if `block`, else only tested (false: not issued).
-  auto load_kv = [&](const FlashRow<kWgD>& row, bool is_v, int j, bool block) {
-    const int stage = j % kStages;
-    const int use = j / kStages;
-    if (use > 0) {
-      const std::uint32_t empty = is_v ? v_empty(stage) : k_empty(stage);
-      if (block) {
-        mbar_wait(empty, (use - 1) & 1);
-      } else if (!mbar_test_wait(empty, (use - 1) & 1)) {
-        return false;
-      }
-    }
-    const std::uint32_t full = is_v ? v_full(stage) : k_full(stage);
-    mbar_arrive_expect_tx(full, kTileBytes);
-#pragma unroll
-    for (int b = 0; b < kPerTile; ++b) {
-      const int i = j * kPerTile + b;
-      const std::int64_t token0 =
-          static_cast<std::int64_t>(row.key_block(i < row.count ? i : j * kPerTile)) * 64;
-      load_block((is_v ? s_v(stage) : s_k(stage)) + b * kWgHalfBytes, kKeys * 128,
-                 is_v ? &v_map : &k_map, full, token0, head, batch);
-    }
-    return true;
-  };
-
-  if (!Cfg::kInlineLoads && tid >= Cfg::kConsumers) {
-    // The producer warp: lane 0 issues every copy, K and V of each tile in tile order. With
-    // several groups every row is dense, so the first group's list is everyone's.
-    if (lane != 0) return;
-    const FlashRow<kWgD> fr(p, first_q_block, head, batch);
-    const int tiles = (fr.count + kPerTile - 1) / kPerTile;
-    load_q();
+    // K, then V, of each tile in tile order, each into its stage once every consumer released
+    // the stage's previous use.
     for (int t = 0; t < tiles; ++t) {
-      load_kv(fr, false, t, true);
-      load_kv(fr, true, t, true);
+      const int stage = t % kStages;
+      const int use = t / kStages;
+      for (const bool is_v : {false, true}) {
+        if (use > 0) mbar_wait(is_v ? v_empty(stage) : k_empty(stage), (use - 1) & 1);
+        const std::uint32_t full = is_v ? v_full(stage) : k_full(stage);
+        mbar_arrive_expect_tx(full, kTileBytes);
+#pragma unroll
+        for (int b = 0; b < kPerTile; ++b) {
+          const int i = t * kPerTile + b;
+          const std::int64_t token0 =
+              static_cast<std::int64_t>(fr.key_block(i < fr.count ? i : t * kPerTile)) * 64;
+          load_block((is_v ? s_v(stage) : s_k(stage)) + b * kWgHalfBytes, kKeys * 128,
+                     is_v ? &v_map : &k_map, full, token0, head, batch);
+        }
+      }
     }
     return;
   }
@@ -234,24 +215,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   auto wait_k = [&](int t) { mbar_wait(k_full(t % kStages), (t / kStages) & 1); };
   auto wait_v = [&](int t) { mbar_wait(v_full(t % kStages), (t / kStages) & 1); };
 
-  // In-line copies (INLINE): thread 0, in group 0 (whose list is everyone's), issues Q and,
-  // before each step t, K of tiles up to t and V of tiles up to t - 1 waiting for their stages
-  // if it must (step t needs them), and further tiles while their stages are already free. It
-  // waits only for releases of tiles <= t - 1 from steps <= t - STAGES + 1 of both groups,
-  // which need nothing it has not issued, and never while holding a ping-pong turn.
-  int next_k = 0;  // the next tile whose K (V) thread 0 issues
-  int next_v = 0;
-  auto issue_loads = [&](int need_k, int need_v) {
-    if constexpr (Cfg::kInlineLoads) {
-      if (tid != 0) return;
-      while (next_k < tiles && load_kv(fr, false, next_k, next_k <= need_k)) ++next_k;
-      while (next_v < tiles && load_kv(fr, true, next_v, next_v <= need_v)) ++next_v;
-    }
-  };
-  if constexpr (Cfg::kInlineLoads) {
-    if (tid == 0) load_q();
-  }
-
   mbar_wait(q_full, 0);
   std::uint32_t a[kKeys / 16][4];  // P of the previous tile
   if constexpr (Cfg::kPipelined) {
@@ -261,12 +224,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       float s[kKeys / 2];
       int valid[kPerTile];
       valid_keys(0, valid);
-      issue_loads(0, -1);
       wait_k(0);
-      take_turn();
       wgmma_fence();
       issue_s<kKeys>(s, s_q, s_k(0));
-      pass_turn();
       wgmma_wait<0>();
       mbar_arrive(k_empty(0));
       softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
@@ -278,14 +238,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       float s[kKeys / 2];  // declared per step: no value flows into the next step's S
       int valid[kPerTile];
       valid_keys(t, valid);
-      issue_loads(t, t - 1);
       wait_k(t);
       wait_v(t - 1);
-      take_turn();
       wgmma_fence();
       issue_s<kKeys>(s, s_q, s_k(stage));
       issue_pv<kKeys>(o, a, s_v(prev));
-      pass_turn();
       wgmma_wait<1>();  // S of tile t: its K stage is free
       mbar_arrive(k_empty(stage));
       softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
@@ -296,12 +253,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
     if (tiles > 0) {
       const int last = tiles - 1;
-      issue_loads(last, last);
       wait_v(last);
-      take_turn();
       wgmma_fence();
       issue_pv<kKeys>(o, a, s_v(last % kStages));
-      last_pass();
       wgmma_wait<0>();
       mbar_arrive(v_empty(last % kStages));
     }
@@ -351,18 +305,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 }
 
 // Dense: two consumer warpgroups on neighbouring query blocks share 128-key tiles (1 CTA per SM,
-// 160 KB), taking turns on the tensor cores. Sparse rows: one consumer warpgroup per CTA (rows
-// differ), 64-key tiles, pipelined, 2 CTAs per SM (112 KB). Alternatives, to measure each
-// choice in one run: tma-alt runs dense without ping-pong and sparse rows on 128-key tiles
-// (1 CTA per SM); tma-64 runs dense on 64-key tiles (4 stages), pipelined and ping-pong;
-// tma-wide runs dense on 128-key tiles (3 stages, 224 KB), pipelined and ping-pong, its copies
-// issued in line by consumer thread 0.
-using DenseTma = TmaConfig<2, 128, 2, 1, false, true>;
-using SparseTma = TmaConfig<1, 64, 3, 2, true, false>;
-using DenseTmaAlt = TmaConfig<2, 128, 2, 1, false, false>;
-using SparseTmaAlt = TmaConfig<1, 128, 2, 1, true, false>;
-using DenseTma64 = TmaConfig<2, 64, 4, 1, true, true>;
-using DenseTmaWide = TmaConfig<2, 128, 3, 1, true, true, true>;
+// 160 KB), in ping-pong. Sparse rows: one consumer warpgroup per CTA (rows differ), 64-key
+// tiles, pipelined, 2 CTAs per SM (112 KB). The configurations measured against these on the
+// H200 and removed are listed in docs/attention.md.
+using DenseTma = TmaConfig<2, 128, 2, 1>;
+using SparseTma = TmaConfig<1, 64, 3, 2>;
 
 template <class Cfg>
 void launch(const FlashParams& params, cudaStream_t stream) {
@@ -381,21 +328,12 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-void run_flash_tma(const FlashParams& params, TmaVariant variant, cudaStream_t stream) {
+void run_flash_tma(const FlashParams& params, cudaStream_t stream) {
   if (params.kv_count == nullptr) {
-    switch (variant) {
-      case TmaVariant::Main:
-        return launch<DenseTma>(params, stream);
-      case TmaVariant::Alternative:
-        return launch<DenseTmaAlt>(params, stream);
-      case TmaVariant::SmallTiles:
-        return launch<DenseTma64>(params, stream);
-      case TmaVariant::InlineWide:
-        return launch<DenseTmaWide>(params, stream);
-    }
+    launch<DenseTma>(params, stream);
+  } else {
+    launch<SparseTma>(params, stream);
   }
-  if (variant == TmaVariant::Alternative) return launch<SparseTmaAlt>(params, stream);
-  launch<SparseTma>(params, stream);
 }
 
 }  // namespace memplan::attention::detail

@@ -5,34 +5,48 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include <mutex>
-
 #include "memplan/error.hpp"
 
 namespace memplan::attention::detail {
 
 namespace {
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_function() {
-  static std::once_flag once;
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-  static cudaError_t status = cudaSuccess;
-  static cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSuccess;
-  std::call_once(once, [] {
+struct EncodeLookup {
+  PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  cudaError_t status = cudaSuccess;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSuccess;
+};
+
+// Looked up once per process.
+const EncodeLookup& encode_lookup() {
+  static const EncodeLookup lookup = [] {
+    EncodeLookup l;
     void* fn = nullptr;
-    status = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                              cudaEnableDefault, &found);
-    encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  });
-  if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || encode == nullptr) {
+    l.status = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                cudaEnableDefault, &l.found);
+    if (l.status == cudaSuccess && l.found == cudaDriverEntryPointSuccess) {
+      l.encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    } else {
+      (void)cudaGetLastError();  // clear it: the default path then falls back, and checks launches
+    }
+    return l;
+  }();
+  return lookup;
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_function() {
+  const EncodeLookup& l = encode_lookup();
+  if (l.encode == nullptr) {
     throw CudaError(fmt::format(
         "attention: cuTensorMapEncodeTiled not found in the driver ({}, query result {})",
-        cudaGetErrorString(status), static_cast<int>(found)));
+        cudaGetErrorString(l.status), static_cast<int>(l.found)));
   }
-  return encode;
+  return l.encode;
 }
 
 }  // namespace
+
+bool tensor_maps_available() { return encode_lookup().encode != nullptr; }
 
 CUtensorMap head_tensor_map(const char* name, const void* tensor, const FlashParams& params) {
   constexpr cuuint64_t kDim = 128;

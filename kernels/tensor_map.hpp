@@ -9,6 +9,9 @@
 
 namespace memplan::attention::detail {
 
+// Whether the driver offers cuTensorMapEncodeTiled (CUDA 12.0 drivers and later).
+bool tensor_maps_available();
+
 // [batch, tokens, heads, 128] bf16 as a 4-D tensor (fastest first: head_dim, heads, tokens,
 // batch), boxes of 64 head_dim elements x 1 head x 64 tokens (8 KB), 128B swizzle. Tokens past
 // the end of a batch's sequence arrive as zeros. `name` names the tensor in errors.

@@ -40,18 +40,6 @@ __device__ __forceinline__ bool mbar_try_wait(std::uint32_t bar, std::uint32_t p
   return done != 0;
 }
 
-// Whether that phase has completed, without waiting (try_wait may suspend the thread a while).
-__device__ __forceinline__ bool mbar_test_wait(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
 __device__ __forceinline__ std::uint64_t global_timer_ns() {
   std::uint64_t ns = 0;
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
