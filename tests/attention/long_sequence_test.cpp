@@ -56,8 +56,8 @@ std::vector<double> pooled(const HashedShape& s, int b, int h) {
   return out;
 }
 
-// On the default path ("") and on the TMA kernel (its tensor maps take 600,017 tokens as a
-// 32-bit coordinate; rows are 64-bit offsets in its list reads).
+// On both Hopper kernels: TMA (the default; its tensor maps take 600,017 tokens as a 32-bit
+// coordinate; rows are 64-bit offsets in its list reads) and wgmma.
 class LongSequence : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
@@ -177,10 +177,10 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
 }
 
 std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info) {
-  return *param_info.param == '\0' ? "default" : param_info.param;
+  return param_info.param;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("", "tma"), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("tma", "wgmma"), kernel_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

@@ -34,7 +34,7 @@ TEST(AttentionValidation, RejectsUnsupportedHeadDim) {
 }
 
 // MEMPLAN_ATTENTION_KERNEL is read at every launch; a value that names no path is an error
-// naming it, raised before the device is asked anything.
+// naming it and the valid values, raised before the device is asked anything.
 TEST(AttentionValidation, UnknownKernelChoiceIsAnErrorNamingIt) {
   const Args a;
   const test::ScopedKernel kernel("tma2");
@@ -43,6 +43,7 @@ TEST(AttentionValidation, UnknownKernelChoiceIsAnErrorNamingIt) {
     FAIL() << "launch_flash_forward accepted MEMPLAN_ATTENTION_KERNEL=tma2";
   } catch (const InvalidArgument& error) {
     EXPECT_NE(std::string(error.what()).find("tma2"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("tma, wgmma, mma"), std::string::npos) << error.what();
   }
 }
 
