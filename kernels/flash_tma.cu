@@ -142,24 +142,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       load_block(s_base + kWgQBytes * g, kWgHalfBytes, &q_map, q_full,
                  static_cast<std::int64_t>(first_q_block + g) * 64, head, batch);
     }
-    // K, then V, of each tile in tile order, each into its stage once every consumer released
-    // the stage's previous use.
-    for (int t = 0; t < tiles; ++t) {
+    // K (or V) of tile t into its stage, once every consumer released the stage's previous use.
+    auto load_kv = [&](bool is_v, int t) {
       const int stage = t % kStages;
       const int use = t / kStages;
-      for (const bool is_v : {false, true}) {
-        if (use > 0) mbar_wait(is_v ? v_empty(stage) : k_empty(stage), (use - 1) & 1);
-        const std::uint32_t full = is_v ? v_full(stage) : k_full(stage);
-        mbar_arrive_expect_tx(full, kTileBytes);
+      if (use > 0) mbar_wait(is_v ? v_empty(stage) : k_empty(stage), (use - 1) & 1);
+      const std::uint32_t full = is_v ? v_full(stage) : k_full(stage);
+      mbar_arrive_expect_tx(full, kTileBytes);
 #pragma unroll
-        for (int b = 0; b < kPerTile; ++b) {
-          const int i = t * kPerTile + b;
-          const std::int64_t token0 =
-              static_cast<std::int64_t>(fr.key_block(i < fr.count ? i : t * kPerTile)) * 64;
-          load_block((is_v ? s_v(stage) : s_k(stage)) + b * kWgHalfBytes, kKeys * 128,
-                     is_v ? &v_map : &k_map, full, token0, head, batch);
-        }
+      for (int b = 0; b < kPerTile; ++b) {
+        const int i = t * kPerTile + b;
+        const std::int64_t token0 =
+            static_cast<std::int64_t>(fr.key_block(i < fr.count ? i : t * kPerTile)) * 64;
+        load_block((is_v ? s_v(stage) : s_k(stage)) + b * kWgHalfBytes, kKeys * 128,
+                   is_v ? &v_map : &k_map, full, token0, head, batch);
       }
+    };
+    for (int t = 0; t < tiles; ++t) {  // K and V of each tile, in tile order
+      load_kv(false, t);
+      load_kv(true, t);
     }
     return;
   }
