@@ -1,6 +1,6 @@
 // Runs a test on one flash forward path: sets MEMPLAN_ATTENTION_KERNEL (read at every launch, see
 // kernels/flash_fwd.cu) for the guard's lifetime and restores what was there, so one test binary
-// checks the default Hopper kernel and the TMA kernel against the same references.
+// checks the default path and each Hopper kernel by name (tma, wgmma) against the same references.
 #pragma once
 
 #include <cstdlib>
