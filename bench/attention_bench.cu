@@ -2,7 +2,11 @@
 // selection time, kept-block TFLOP/s and end-to-end time at ~10% density, and the error of each
 // sparse mode against the dense output on random and on smooth (video-like) inputs.
 // Timing: CUDA events around each launch, median of repeats after warm-up.
+// The flash kernel is timed on each Hopper path in turn (MEMPLAN_ATTENTION_KERNEL, read at every
+// launch): tma (the default) and wgmma; each path's dense output is compared with the first
+// path's. Selection and the end-to-end call run on the first path.
 // Usage: attention_bench [tokens...]   (default 8192 32768 75600)
+// ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -133,6 +137,23 @@ struct Inputs {
   }
 };
 
+// The paths to time, from ATTENTION_BENCH_KERNELS or both Hopper kernels; the first is the
+// reference.
+std::vector<std::string> kernel_paths() {
+  const char* list = std::getenv("ATTENTION_BENCH_KERNELS");
+  std::string text = list != nullptr && *list != '\0' ? list : "tma,wgmma";
+  std::vector<std::string> paths;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) paths.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return paths;
+}
+
+void use_kernel(const std::string& path) { setenv("MEMPLAN_ATTENTION_KERNEL", path.c_str(), 1); }
+
 double dense_flops(const AttentionShape& s) {
   return 4.0 * s.batch * s.heads * static_cast<double>(s.tokens) * static_cast<double>(s.tokens) *
          s.head_dim;
@@ -158,14 +179,31 @@ void run(std::int64_t tokens) {
   const double total_blocks = static_cast<double>(shape.rows()) * shape.blocks();
   const double block_flops = 4.0 * 64 * 64 * shape.head_dim;
 
+  const std::vector<std::string> paths = kernel_paths();
   for (const bool smooth : {false, true}) {
     in.randomise(tokens * 3 + (smooth ? 1 : 0), smooth);
     const char* kind = smooth ? "smooth" : "random";
-    const double dense_ms = median_ms(
-        [&] { launch_flash_forward(shape, in.tensors(true), BlockList{}, nullptr, 0.0f, nullptr); },
-        reps);
-    std::printf("%-7s N=%-6lld dense         %9.3f ms  %6.1f TFLOP/s\n", kind,
-                static_cast<long long>(tokens), dense_ms, dense_flops(shape) / dense_ms * 1e-9);
+    // Each path's dense output lands in `out` and is compared with the first path's (`dense`).
+    double dense_ms = 0.0;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      use_kernel(paths[i]);
+      const bool first = i == 0;
+      const double ms = median_ms(
+          [&] {
+            launch_flash_forward(shape, in.tensors(first), BlockList{}, nullptr, 0.0f, nullptr);
+          },
+          reps);
+      if (first) dense_ms = ms;
+      std::printf("%-7s N=%-6lld dense [%-7s] %9.3f ms  %6.1f TFLOP/s", kind,
+                  static_cast<long long>(tokens), paths[i].c_str(), ms,
+                  dense_flops(shape) / ms * 1e-9);
+      if (first) {
+        std::printf("\n");
+      } else {
+        std::printf("  rel-L2 vs [%s] %.2e\n", paths[0].c_str(), in.error_vs_dense(sums));
+      }
+    }
+    use_kernel(paths[0]);
 
     struct Mode {
       const char* name;
@@ -189,8 +227,15 @@ void run(std::int64_t tokens) {
       const double select_ms = median_ms(
           [&] { launch_selection(shape, in.tensors(), policy, workspace, layout.bytes, nullptr); },
           reps);
-      const double attend_ms = median_ms(
-          [&] { launch_flash_forward(shape, in.tensors(), list, nullptr, 0.0f, nullptr); }, reps);
+      // Kept-block TFLOP/s of the flash kernel on each path (the lists are the same).
+      std::vector<double> attend(paths.size());
+      for (std::size_t i = 0; i < paths.size(); ++i) {
+        use_kernel(paths[i]);
+        attend[i] = median_ms(
+            [&] { launch_flash_forward(shape, in.tensors(), list, nullptr, 0.0f, nullptr); }, reps);
+      }
+      use_kernel(paths[0]);
+      const double attend_ms = attend[0];
       const double total_ms = median_ms(
           [&] {
             launch_attention(shape, in.tensors(), policy, 0.5, workspace, layout.bytes, nullptr);
@@ -205,6 +250,11 @@ void run(std::int64_t tokens) {
           kind, static_cast<long long>(tokens), m.name, 100.0 * density, select_ms, attend_ms,
           static_cast<double>(visited) * block_flops / attend_ms * 1e-9, total_ms,
           dense_ms / total_ms, error);
+      for (std::size_t i = 1; i < paths.size(); ++i) {
+        std::printf("%-7s N=%-6lld %-8s attend [%-7s] %8.3f ms (%6.1f TFLOP/s kept)\n", kind,
+                    static_cast<long long>(tokens), m.name, paths[i].c_str(), attend[i],
+                    static_cast<double>(visited) * block_flops / attend[i] * 1e-9);
+      }
       CHECK(cudaFree(workspace));
     }
   }

@@ -1,11 +1,29 @@
 #!/usr/bin/env python3
-"""PyTorch SDPA (flash and cuDNN backends) on the shapes of bench/attention_bench.cu.
+"""memplan's attention and PyTorch SDPA (flash and cuDNN) side by side, in one process.
 
-[batch 1, 24 heads, N tokens, head_dim 128] bf16, N = 8192 / 32768 / 75600 by default. Each backend
-is timed with CUDA events around single calls, median of repeats after warm-up, on random inputs.
-TFLOP/s counts 4 * b * h * N^2 * d (two matrix products, no causal mask).
-Usage: python3 bench/attention_vs_sdpa.py [N ...]
+[batch 1, N tokens, 24 heads, head_dim 128] bf16, random inputs, N = 32768 / 75600 / 169000 by
+default. Backends: SDPA flash, SDPA cuDNN, and memplan (memplan.attention) dense, top-k 10 % and
+tau 1.5 on each Hopper path of MEMPLAN_ATTENTION_KERNEL (tma: the TMA kernel, flash_tma.cu, the
+default; wgmma: the cp.async wgmma kernel, flash_wgmma.cu), the variable set before each call
+(the library reads it at every launch). Each backend is timed with CUDA events around single calls (median of repeats
+after warm-up); the whole set runs `--rounds` times, the order of the backends reversed every
+other round, and the table gives the median over rounds.
+
+TFLOP/s counts 4 * b * h * N^2 * d for dense. A sparse call (selection + attention, timed whole)
+reports the kept-block rate: 4 * 64 * 64 * d per visited (query block, key block) pair over the
+call's time, so it includes selection (bench/attention_bench.cu times the flash kernel alone).
+Visited blocks: the library's rule recomputed here in PyTorch (fp32 block means of Q and K,
+scores, top-k or mean + tau * std with the cap, plus the diagonal band), since the workspace that
+holds the lists is internal to the call; boundary ties may differ from the device's by a block.
+
+Without an importable memplan (python/ on PYTHONPATH, libmemplan_torch.so built with CUDA) it
+runs SDPA only and says so.
+Usage: python3 bench/attention_vs_sdpa.py [N ...] [--rounds R] [--json PATH] [--paths a,b]
 """
+import argparse
+import json
+import math
+import os
 import statistics
 import sys
 
@@ -13,9 +31,23 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
+HEADS, DIM, BLOCK = 24, 128, 64
+DIAGONAL_RADIUS = 1  # memplan::attention::kDiagonalRadius
+TAU_CAP_PERCENT = 30.0  # as bench/attention_bench.cu: caps tau's workspace
 
-def median_ms(fn, reps):
-    for _ in range(2):
+
+def load_memplan():
+    """memplan installed as PyTorch's allocator (before any CUDA allocation), or None and why."""
+    try:
+        import memplan
+        memplan.torch.install(log_level="warn")
+        return memplan, None
+    except Exception as err:  # no package, no library, a build without CUDA
+        return None, f"{type(err).__name__}: {err}"
+
+
+def median_ms(fn, reps, warmup):
+    for _ in range(warmup):
         fn()
     times = []
     for _ in range(reps):
@@ -29,25 +61,158 @@ def median_ms(fn, reps):
     return statistics.median(times)
 
 
+def percent_of(percent, n):
+    return min(max(math.ceil(percent / 100.0 * n - 1e-9), 1), n)
+
+
+def pooled(x):
+    """Mean of each 64-token block, fp32 [heads, blocks, dim]; a partial last block averages its
+    valid tokens."""
+    _, tokens, heads, dim = x.shape
+    n = (tokens + BLOCK - 1) // BLOCK
+    padded = torch.zeros(n * BLOCK, heads, dim, device=x.device, dtype=torch.float32)
+    padded[:tokens] = x[0].float()
+    sums = padded.view(n, BLOCK, heads, dim).sum(1)
+    counts = torch.full((n, 1, 1), float(BLOCK), device=x.device)
+    counts[-1] = tokens - (n - 1) * BLOCK
+    return (sums / counts).permute(1, 0, 2).contiguous()
+
+
+def visited_blocks(q, k, mode, keep_percent=10.0, tau=1.5):
+    """Key blocks the library's rule keeps, summed over (head, query block) rows."""
+    pq, pk = pooled(q), pooled(k)
+    n = pq.shape[1]
+    total = 0
+    for h in range(pq.shape[0]):  # a head at a time: n x n scores
+        scores = pq[h] @ pk[h].T
+        keep = torch.zeros(n, n, dtype=torch.bool, device=q.device)
+        if mode == "topk":
+            top = scores.topk(percent_of(keep_percent, n), dim=1).indices
+            keep.scatter_(1, top, True)
+        else:
+            mean = scores.mean(1, keepdim=True)
+            std = scores.std(1, correction=0, keepdim=True)
+            above = scores > mean + tau * std
+            cap = percent_of(TAU_CAP_PERCENT, n)
+            capped = above.sum(1) > cap
+            if capped.any():  # rows over the cap keep their `cap` best
+                top = scores.topk(cap, dim=1).indices
+                best = torch.zeros_like(keep).scatter_(1, top, True)
+                above = torch.where(capped[:, None], best, above)
+            keep |= above
+        rows = torch.arange(n, device=q.device)
+        for offset in range(-DIAGONAL_RADIUS, DIAGONAL_RADIUS + 1):
+            cols = rows + offset
+            ok = (cols >= 0) & (cols < n)
+            keep[rows[ok], cols[ok]] = True
+        total += int(keep.sum())
+    return total
+
+
 def main():
-    sizes = [int(a) for a in sys.argv[1:]] or [8192, 32768, 75600]
-    heads, dim = 24, 128
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
-          f"cuDNN {torch.backends.cudnn.version()}")
-    for n in sizes:
-        q, k, v = (torch.randn(1, heads, n, dim, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        flops = 4.0 * heads * n * n * dim
-        reps = 7 if n > 40000 else 15
-        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-            try:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[32768, 75600, 169000])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json", help="write the results here as JSON too")
+    parser.add_argument("--paths", default="tma,wgmma",
+                        help="MEMPLAN_ATTENTION_KERNEL values to time memplan on")
+    args = parser.parse_args()
+
+    memplan, why_not = load_memplan()
+    device = torch.cuda.get_device_name()
+    print(f"device: {device}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
+    if memplan is None:
+        print(f"memplan not importable ({why_not}): SDPA only")
+    paths = [p for p in args.paths.split(",") if p] if memplan is not None else []
+
+    results = []
+    for n in args.sizes:
+        q, k, v = (torch.randn(1, n, HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(3))
+        # SDPA's layout [b, h, t, d], contiguous, the same values.
+        qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+        dense_flops = 4.0 * HEADS * n * n * DIM
+        block_flops = 4.0 * BLOCK * BLOCK * DIM
+        reps, warmup = (10, 2) if n <= 40000 else (5, 1) if n <= 100000 else (3, 1)
+
+        backends = []  # (name, kind, fn, flops)
+        for name, backend in (("sdpa-flash", SDPBackend.FLASH_ATTENTION),
+                              ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION)):
+            def run(backend=backend):
                 with sdpa_kernel(backend):
-                    ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v), reps)
-                print(f"sdpa-{name:5s} N={n:<6d} {ms:9.3f} ms  {flops / ms * 1e-9:6.1f} TFLOP/s")
-            except RuntimeError as err:  # a backend can refuse a shape
-                print(f"sdpa-{name:5s} N={n:<6d} unavailable: {str(err).splitlines()[0]}")
-        del q, k, v
+                    F.scaled_dot_product_attention(qt, kt, vt)
+            backends.append((name, "dense", run, dense_flops))
+        if memplan is not None:
+            policies = {
+                "dense": memplan.torch.attention_policy(mode="dense"),
+                "topk10": memplan.torch.attention_policy(mode="topk", keep_percent=10.0,
+                                                         window=(0.0, 1.0)),
+                "tau1.5": memplan.torch.attention_policy(mode="tau", tau=1.5,
+                                                         max_keep_percent=TAU_CAP_PERCENT,
+                                                         window=(0.0, 1.0)),
+            }
+            kept = {"topk10": visited_blocks(q, k, "topk"), "tau1.5": visited_blocks(q, k, "tau")}
+            for path in paths:
+                for mode, policy in policies.items():
+                    def run(path=path, policy=policy, step=f"attention-{n}-{mode}-{path}"):
+                        os.environ["MEMPLAN_ATTENTION_KERNEL"] = path
+                        with memplan.step(step):  # the sparse workspace: a step event
+                            memplan.attention(q, k, v, policy, 0.5)
+                    flops = dense_flops if mode == "dense" else kept[mode] * block_flops
+                    backends.append((f"memplan-{mode}[{path}]", mode, run, flops))
+
+        times = {name: [] for name, *_ in backends}
+        errors = {}
+        for r in range(args.rounds):
+            order = backends if r % 2 == 0 else list(reversed(backends))
+            for name, _, fn, _ in order:
+                if name in errors:
+                    continue
+                try:
+                    times[name].append(median_ms(fn, reps, warmup))
+                except Exception as err:  # a backend can refuse a shape; a kernel can fail
+                    errors[name] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        cudnn = statistics.median(times["sdpa-cudnn"]) if times.get("sdpa-cudnn") else None
+        for name, mode, _, flops in backends:
+            row = {"tokens": n, "backend": name, "mode": mode}
+            if name in errors:
+                row["error"] = errors[name]
+                print(f"{name:28s} N={n:<7d} unavailable: {errors[name]}")
+            else:
+                ms = statistics.median(times[name])
+                row.update(ms=ms, tflops=flops / ms * 1e-9, rounds=times[name])
+                if mode != "dense":
+                    row["density"] = flops / block_flops / (HEADS * ((n + 63) // 64) ** 2)
+                if cudnn is not None:
+                    row["speedup_vs_cudnn_dense"] = cudnn / ms
+                print(f"{name:28s} N={n:<7d} {ms:10.3f} ms  {row['tflops']:6.1f} TFLOP/s"
+                      + (f" kept (density {100 * row['density']:.2f} %)" if mode != "dense" else "")
+                      + (f"  {cudnn / ms:5.2f}x cuDNN dense" if cudnn is not None else ""))
+            results.append(row)
+        del q, k, v, qt, kt, vt
         torch.cuda.empty_cache()
+
+    print()
+    print("| tokens | backend | time | TFLOP/s (kept for sparse) | vs cuDNN dense |")
+    print("| --- | --- | --- | --- | --- |")
+    for row in results:
+        if "error" in row:
+            print(f"| {row['tokens']:,} | {row['backend']} | unavailable | | |")
+            continue
+        tflops = f"{row['tflops']:.1f}"
+        if "density" in row:
+            tflops += f" ({100 * row['density']:.1f} % kept)"
+        speedup = f"{row['speedup_vs_cudnn_dense']:.2f}x" if "speedup_vs_cudnn_dense" in row else ""
+        print(f"| {row['tokens']:,} | {row['backend']} | {row['ms']:.2f} ms | {tflops} | {speedup} |")
+    report = {"device": device, "torch": torch.__version__,
+              "cudnn": torch.backends.cudnn.version(), "memplan": memplan is not None,
+              "memplan_missing_reason": why_not, "rounds": args.rounds, "results": results}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    else:
+        print(json.dumps(report))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

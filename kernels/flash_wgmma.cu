@@ -25,15 +25,23 @@
 #include "flash_wgmma.hpp"
 #include "memplan/cuda_check.hpp"
 #include "mma.cuh"
-#include "wgmma.cuh"
+#include "wgmma_tile.cuh"
 
 namespace memplan::attention::detail {
 
 namespace {
 
-constexpr int kD = 128;
-constexpr int kHalfBytes = 64 * 128;        // 64 rows x 64 bf16
+constexpr int kD = kWgD;
+constexpr int kHalfBytes = kWgHalfBytes;    // 64 rows x 64 bf16
 constexpr int kTileBytes = 2 * kHalfBytes;  // 64 rows x 128 bf16
+
+// The online softmax of one 64-key block `kb` (keys past the end masked).
+__device__ __forceinline__ void softmax_block(float (&s)[32], float (&m)[2], float (&l)[2],
+                                              float (&correction)[2], int kb, std::int64_t tokens,
+                                              float scale_log2, int lane) {
+  const int valid[1] = {keys_in_block(static_cast<std::int64_t>(kb) * 64, tokens)};
+  softmax_step<64>(s, m, l, correction, valid, scale_log2, lane);
+}
 
 // GROUPS warpgroups per CTA, each on its own 64-row query block, share one K/V ring of STAGES
 // tiles each (GROUPS > 1 only when every row is dense, so the blocks' key lists agree).
@@ -93,91 +101,6 @@ struct TileLoader {
     }
   }
 };
-
-// Masks the keys past the end (only the last, partial block has any) and runs the online softmax
-// on S of key block `kb`: s becomes P (exp2 of the scaled scores minus the new row max), m and l
-// are updated, and `correction` is the factor the output accumulated so far must be scaled by.
-// The four lanes of a quad share a row.
-__device__ __forceinline__ void softmax_step(float (&s)[32], float (&m)[2], float (&l)[2],
-                                             float (&correction)[2], int kb, std::int64_t tokens,
-                                             float scale_log2, int lane) {
-  if (static_cast<std::int64_t>(kb + 1) * 64 > tokens) {
-    const std::int64_t limit = tokens - static_cast<std::int64_t>(kb) * 64;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int col = (i / 4) * 8 + 2 * (lane % 4) + (i & 1);
-      if (col >= limit) s[i] = -INFINITY;
-    }
-  }
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * hr], s[4 * nt + 2 * hr + 1]));
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m[hr], mx * scale_log2);
-    const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // all masked so far: exp2 -> 0
-    correction[hr] = fast_exp2(m[hr] - m_use);
-    m[hr] = m_new;
-    float sum = 0.0f;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-      for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
-        const float pr = fast_exp2(fmaf(s[4 * nt + e], scale_log2, -m_use));
-        s[4 * nt + e] = pr;
-        sum += pr;
-      }
-    }
-    l[hr] = l[hr] * correction[hr] + sum;
-  }
-}
-
-// P (S columns 16kk..16kk+15) as the register A fragments of the P V k-steps.
-__device__ __forceinline__ void pack_p(std::uint32_t (&a)[4][4], const float (&s)[32]) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    a[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
-    a[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
-    a[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-    a[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
-  }
-}
-
-__device__ __forceinline__ void rescale(float (&o)[64], const float (&correction)[2]) {
-#pragma unroll
-  for (int dt = 0; dt < kD / 8; ++dt) {
-    o[4 * dt + 0] *= correction[0];
-    o[4 * dt + 1] *= correction[0];
-    o[4 * dt + 2] *= correction[1];
-    o[4 * dt + 3] *= correction[1];
-  }
-}
-
-// S = Q K^T: k-step kk covers columns 16kk.. of head_dim: half kk/4, 32 bytes per step.
-__device__ __forceinline__ void issue_s(float (&s)[32], std::uint32_t s_q, std::uint32_t s_k) {
-#pragma unroll
-  for (int kk = 0; kk < kD / 16; ++kk) {
-    const std::uint32_t offset = (kk / 4) * kHalfBytes + (kk % 4) * 32;
-    wgmma_m64n64k16_ss(s, wgmma_desc(s_q + offset, 16, 1024), wgmma_desc(s_k + offset, 16, 1024),
-                       kk > 0 ? 1 : 0);
-  }
-  wgmma_commit();
-}
-
-// O += P V: V rows 16kk.. start 16 rows * 128 bytes further; the two head_dim halves are the
-// N-direction atoms.
-__device__ __forceinline__ void issue_pv(float (&o)[64], const std::uint32_t (&a)[4][4],
-                                         std::uint32_t s_v) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    wgmma_m64n128k16_rs_tb(o, a[kk], wgmma_desc(s_v + kk * 16 * 128, kHalfBytes, 1024));
-  }
-  wgmma_commit();
-}
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads)
@@ -254,13 +177,13 @@ __global__ void __launch_bounds__(Cfg::kThreads)
       float s[32];  // declared per step: no value flows into the next step's S
       std::uint32_t a[4][4];
       wgmma_fence();
-      issue_s(s, s_q, s_k(it));
+      issue_s<64>(s, s_q, s_k(it));
       wgmma_wait<0>();
-      softmax_step(s, m, l, correction, kb, p.tokens, scale_log2, lane);
+      softmax_block(s, m, l, correction, kb, p.tokens, scale_log2, lane);
       rescale(o, correction);
-      pack_p(a, s);
+      pack_p<64>(a, s);
       wgmma_fence();
-      issue_pv(o, a, s_v(it));
+      issue_pv<64>(o, a, s_v(it));
       wgmma_wait<0>();
     }
   } else {
@@ -289,30 +212,30 @@ __global__ void __launch_bounds__(Cfg::kThreads)
       float s[32];
       wait_tiles();
       wgmma_fence();
-      issue_s(s, s_q, s_k(0));
+      issue_s<64>(s, s_q, s_k(0));
       load_group(0);
       wgmma_wait<0>();
-      softmax_step(s, m, l, correction, fr.key_block(0), p.tokens, scale_log2, lane);
-      pack_p(a, s);
+      softmax_block(s, m, l, correction, fr.key_block(0), p.tokens, scale_log2, lane);
+      pack_p<64>(a, s);
     }
     for (int t = 1; t < count; ++t) {
       const int kb = fr.key_block(t);
       float s[32];
       wait_tiles();
       wgmma_fence();
-      issue_s(s, s_q, s_k(t));
-      issue_pv(o, a, s_v(t - 1));
+      issue_s<64>(s, s_q, s_k(t));
+      issue_pv<64>(o, a, s_v(t - 1));
       load_group(t);
       wgmma_wait<1>();  // S of block t
-      softmax_step(s, m, l, correction, kb, p.tokens, scale_log2, lane);
+      softmax_block(s, m, l, correction, kb, p.tokens, scale_log2, lane);
       wgmma_wait<0>();  // P V of block t-1: O holds blocks up to t-1, scaled by the old max
       rescale(o, correction);
-      pack_p(a, s);
+      pack_p<64>(a, s);
     }
     if (count > 0) {
       wait_tiles();
       wgmma_fence();
-      issue_pv(o, a, s_v(count - 1));
+      issue_pv<64>(o, a, s_v(count - 1));
       wgmma_wait<0>();
     }
   }

@@ -1,10 +1,15 @@
 // The flash forward kernel against the double reference with the block list expanded to a token
-// mask: dense rows, hand-made sparse lists, both head dims, batch > 1 and partial tail blocks.
+// mask: dense rows, hand-made sparse lists, both head dims, batch > 1 and partial tail blocks;
+// on the default path and, for head_dim 128, on the TMA kernel and the wgmma kernel explicitly
+// (TMA's 128-key dense tiles: odd block counts end with a half-empty tile; random lists have odd
+// lengths).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "gpu_case.hpp"
+#include "kernel_choice.hpp"
 #include "support/gpu.hpp"
 
 namespace memplan::attention::test {
@@ -17,13 +22,20 @@ struct ShapeCase {
   int head_dim;
 };
 
-class FlashForward : public ::testing::TestWithParam<ShapeCase> {};
+// A shape on one path ("" the default, or a MEMPLAN_ATTENTION_KERNEL value).
+struct FlashCase {
+  ShapeCase shape;
+  const char* kernel;
+};
+
+class FlashForward : public ::testing::TestWithParam<FlashCase> {};
 
 AttentionShape to_shape(const ShapeCase& c) { return {c.batch, c.tokens, c.heads, c.head_dim}; }
 
 TEST_P(FlashForward, DenseMatchesReference) {
   MEMPLAN_SKIP_WITHOUT_GPU();
-  GpuCase c(to_shape(GetParam()), 0.0f);
+  const ScopedKernel kernel(GetParam().kernel);
+  GpuCase c(to_shape(GetParam().shape), 0.0f);
   SCOPED_TRACE(testing::Message() << "seed " << c.seed);
   launch_flash_forward(c.shape, c.tensors(), BlockList{}, nullptr, 0.0f, nullptr);
   TEST_CUDA(cudaDeviceSynchronize());
@@ -35,7 +47,8 @@ TEST_P(FlashForward, DenseMatchesReference) {
 // dense (count == blocks), and list slots past the count filled with garbage the kernel must skip.
 TEST_P(FlashForward, SparseListMatchesReference) {
   MEMPLAN_SKIP_WITHOUT_GPU();
-  GpuCase c(to_shape(GetParam()), 0.0f);
+  const ScopedKernel kernel(GetParam().kernel);
+  GpuCase c(to_shape(GetParam().shape), 0.0f);
   SCOPED_TRACE(testing::Message() << "seed " << c.seed);
   const int n = c.shape.blocks();
   HostBlockList list;
@@ -64,23 +77,49 @@ TEST_P(FlashForward, SparseListMatchesReference) {
   EXPECT_LE(relative_l2(c.output(), want), kMaxRelativeL2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, FlashForward,
-                         ::testing::Values(ShapeCase{2, 256, 3, 64}, ShapeCase{2, 300, 2, 128},
-                                           ShapeCase{1, 37, 2, 64}, ShapeCase{1, 129, 1, 128},
-                                           ShapeCase{3, 450, 2, 64}, ShapeCase{1, 640, 2, 128}),
-                         [](const auto& param_info) {
-                           // Appending (not "b" + string) dodges a GCC 12 -Wrestrict false alarm.
-                           const ShapeCase& s = param_info.param;
-                           std::string name = "b";
-                           name += std::to_string(s.batch);
-                           name += "_t";
-                           name += std::to_string(s.tokens);
-                           name += "_h";
-                           name += std::to_string(s.heads);
-                           name += "_d";
-                           name += std::to_string(s.head_dim);
-                           return name;
-                         });
+std::string case_name(const ::testing::TestParamInfo<FlashCase>& info) {
+  // Appending (not "b" + string) dodges a GCC 12 -Wrestrict false alarm.
+  const ShapeCase& s = info.param.shape;
+  std::string name = "b";
+  name += std::to_string(s.batch);
+  name += "_t";
+  name += std::to_string(s.tokens);
+  name += "_h";
+  name += std::to_string(s.heads);
+  name += "_d";
+  name += std::to_string(s.head_dim);
+  for (const char* c = info.param.kernel; *c != '\0'; ++c) {
+    if (c == info.param.kernel) name += "_";
+    name += *c == '-' ? '_' : *c;
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FlashForward,
+    ::testing::Values(FlashCase{{2, 256, 3, 64}, ""}, FlashCase{{2, 300, 2, 128}, ""},
+                      FlashCase{{1, 37, 2, 64}, ""}, FlashCase{{1, 129, 1, 128}, ""},
+                      FlashCase{{3, 450, 2, 64}, ""}, FlashCase{{1, 640, 2, 128}, ""}),
+    case_name);
+
+// The TMA kernel (the default on a Hopper device, asked for explicitly here): block counts 1, 3,
+// 5, 8, 10 and 15 (odd ones end with a half-empty 128-key tile), tails of 37, 1, 44, 2 tokens and
+// none, batches up to 3 (each batch's tail must read zeros, not the next batch's first tokens).
+INSTANTIATE_TEST_SUITE_P(
+    Tma, FlashForward,
+    ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma"}, FlashCase{{2, 300, 2, 128}, "tma"},
+                      FlashCase{{1, 129, 1, 128}, "tma"}, FlashCase{{3, 450, 2, 128}, "tma"},
+                      FlashCase{{1, 640, 2, 128}, "tma"}, FlashCase{{2, 960, 2, 128}, "tma"}),
+    case_name);
+
+// The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
+// 128 shapes it was tested on as the default, and a one-block sequence.
+INSTANTIATE_TEST_SUITE_P(Wgmma, FlashForward,
+                         ::testing::Values(FlashCase{{1, 37, 2, 128}, "wgmma"},
+                                           FlashCase{{2, 300, 2, 128}, "wgmma"},
+                                           FlashCase{{1, 129, 1, 128}, "wgmma"},
+                                           FlashCase{{1, 640, 2, 128}, "wgmma"}),
+                         case_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

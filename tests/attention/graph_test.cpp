@@ -1,9 +1,12 @@
 // Capture safety: selection + attention captured once in a CUDA Graph, replayed after new input
 // values are written into the same buffers, must equal an eager launch on those values bit for
-// bit (the kernels are deterministic). Covers a sparse and a dense (out-of-window) step.
+// bit (the kernels are deterministic). Covers a sparse and a dense (out-of-window) step, on the
+// default path and on each Hopper kernel explicitly (the TMA kernel's tensor maps are kernel
+// parameters, captured by value).
 #include <gtest/gtest.h>
 
 #include "gpu_case.hpp"
+#include "kernel_choice.hpp"
 #include "support/gpu.hpp"
 
 namespace memplan::attention::test {
@@ -83,6 +86,27 @@ TEST(AttentionGraph, DenseStepReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   AttentionPolicy policy;  // tau, but step 0.1 is before the default window: dense
   replay_equals_eager(policy, 0.1);
+}
+
+// Each Hopper kernel asked for explicitly (the default path above is the TMA kernel on a Hopper
+// device), sparse rows and dense.
+void topk_replay_equals_eager_on(const char* path) {
+  const ScopedKernel kernel(path);
+  AttentionPolicy policy;
+  policy.mode = SparsityMode::TopK;
+  policy.keep_percent = 20.0f;
+  replay_equals_eager(policy, 0.5);  // sparse rows
+  replay_equals_eager(policy, 0.1);  // dense: before the window
+}
+
+TEST(AttentionGraph, TmaKernelReplayEqualsEager) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  topk_replay_equals_eager_on("tma");
+}
+
+TEST(AttentionGraph, WgmmaKernelReplayEqualsEager) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  topk_replay_equals_eager_on("wgmma");
 }
 
 }  // namespace

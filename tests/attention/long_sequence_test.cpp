@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "device_buffer.hpp"
 #include "gpu_case.hpp"
 #include "hashed_inputs.hpp"
+#include "kernel_choice.hpp"
 #include "memplan/attention/attention.hpp"
 #include "memplan/attention/host_selection.hpp"
 #include "reference.hpp"
@@ -54,8 +56,13 @@ std::vector<double> pooled(const HashedShape& s, int b, int h) {
   return out;
 }
 
-TEST(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
+// On both Hopper kernels: TMA (the default; its tensor maps take 600,017 tokens as a 32-bit
+// coordinate; rows are 64-bit offsets in its list reads) and wgmma.
+class LongSequence : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
   MEMPLAN_SKIP_WITHOUT_GPU();
+  const ScopedKernel kernel(GetParam());
   std::size_t free_bytes = 0, total_bytes = 0;
   TEST_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (free_bytes < (std::size_t{40} << 30)) GTEST_SKIP() << "needs 40 GB of free device memory";
@@ -168,6 +175,12 @@ TEST(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
     EXPECT_LT(relative_l2(got, want_f), kMaxRelativeL2);
   }
 }
+
+std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info) {
+  return param_info.param;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("tma", "wgmma"), kernel_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

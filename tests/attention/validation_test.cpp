@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
+#include "kernel_choice.hpp"
 #include "memplan/attention/attention.hpp"
 #include "memplan/error.hpp"
 
@@ -29,6 +31,20 @@ TEST(AttentionValidation, RejectsUnsupportedHeadDim) {
   Args a;
   a.shape.head_dim = 80;
   EXPECT_THROW(a.launch(), InvalidArgument);
+}
+
+// MEMPLAN_ATTENTION_KERNEL is read at every launch; a value that names no path is an error
+// naming it and the valid values, raised before the device is asked anything.
+TEST(AttentionValidation, UnknownKernelChoiceIsAnErrorNamingIt) {
+  const Args a;
+  const test::ScopedKernel kernel("tma2");
+  try {
+    launch_flash_forward(a.shape, a.tensors, BlockList{}, nullptr, 0.0f, nullptr);
+    FAIL() << "launch_flash_forward accepted MEMPLAN_ATTENTION_KERNEL=tma2";
+  } catch (const InvalidArgument& error) {
+    EXPECT_NE(std::string(error.what()).find("tma2"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("tma, wgmma, mma"), std::string::npos) << error.what();
+  }
 }
 
 TEST(AttentionValidation, RejectsNullAndMisalignedTensors) {
