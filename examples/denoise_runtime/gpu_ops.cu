@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
