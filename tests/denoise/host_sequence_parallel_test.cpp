@@ -4,6 +4,7 @@
 // rank, and a shape that does not split is refused naming its numbers.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "memplan/error.hpp"
@@ -12,23 +13,25 @@
 namespace denoise::testing {
 namespace {
 
-void expect_ranks_match_one_device(const Config& c, int ranks) {
+void expect_ranks_match_one_device(const Config& c, std::initializer_list<int> rank_counts) {
   auto platform = make_cpu_platform();
   const auto one = run_all(c, *platform);
-  const auto sharded = run_ranks(c, ranks, false);
-  ASSERT_EQ(sharded.size(), static_cast<std::size_t>(ranks));
-  expect_ranks_hold(sharded, one);
-  for (const RankResults& rank : sharded)
-    for (std::size_t m = 0; m < one.size(); ++m)
-      EXPECT_TRUE(bitwise_equal(rank.modes[m].latents, one[m].latents))
-          << "rank " << rank.rank << ", " << rank.modes[m].name << ": max |difference| "
-          << max_abs_difference(rank.modes[m].latents, one[m].latents);
+  for (int ranks : rank_counts) {
+    SCOPED_TRACE(::testing::Message() << ranks << " ranks");
+    const auto sharded = run_ranks(c, ranks, false);
+    ASSERT_EQ(sharded.size(), static_cast<std::size_t>(ranks));
+    expect_ranks_hold(sharded, one);
+    for (const RankResults& rank : sharded)
+      for (std::size_t m = 0; m < one.size(); ++m)
+        EXPECT_TRUE(bitwise_equal(rank.modes[m].latents, one[m].latents))
+            << "rank " << rank.rank << ", " << rank.modes[m].name << ": max |difference| "
+            << max_abs_difference(rank.modes[m].latents, one[m].latents);
+  }
 }
 
 TEST(HostSequenceParallel, OneAndTwoRanksGiveTheOneDeviceLatentsBitForBit) {
-  const Config c = small_config(false);  // 256 then 384 tokens, 2 heads, dense and sparse steps
-  expect_ranks_match_one_device(c, 1);
-  expect_ranks_match_one_device(c, 2);
+  // 256 then 384 tokens, 2 heads, dense and sparse steps
+  expect_ranks_match_one_device(small_config(false), {1, 2});
 }
 
 TEST(HostSequenceParallel, ThreeRanksGiveTheOneDeviceLatentsBitForBit) {
@@ -36,7 +39,7 @@ TEST(HostSequenceParallel, ThreeRanksGiveTheOneDeviceLatentsBitForBit) {
   c.heads = 3;
   c.tokens = 192;
   c.second_tokens = 384;
-  expect_ranks_match_one_device(c, 3);
+  expect_ranks_match_one_device(c, {3});
 }
 
 void expect_refused(Config c, int ranks, const std::string& says) {
