@@ -12,15 +12,19 @@ std::string mib(std::uint64_t bytes) {
   return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20));
 }
 
+double median_step_ms(const ModeResult& r) {
+  std::vector<double> step;
+  for (const StepRow& row : r.rows) step.push_back(row.step_ms);
+  return median(step);
+}
+
 // "12.345 (4.2%)": the median per step inside collectives and its share of the median step.
 std::string collective_share(const ModeResult& r) {
-  std::vector<double> inside, step;
-  for (const StepRow& row : r.rows) {
-    step.push_back(row.step_ms);
+  std::vector<double> inside;
+  for (const StepRow& row : r.rows)
     if (row.collective_ms >= 0) inside.push_back(row.collective_ms);
-  }
   if (inside.empty()) return "-";
-  const double step_ms = median(step);
+  const double step_ms = median_step_ms(r);
   return fmt::format("{:.3f} ({:.1f}%)", median(inside),
                      step_ms > 0 ? 100.0 * median(inside) / step_ms : 0.0);
 }
@@ -75,11 +79,9 @@ void print_sp_summary(const Config& config, const std::vector<RankResults>& rank
   fmt::print("| --: | --- | --: | --: | --: | --: | --: | --: | --: | --: | --- |\n");
   for (const RankResults& rank : ranks) {
     for (const ModeResult& r : rank.modes) {
-      std::vector<double> step;
-      for (const StepRow& row : r.rows) step.push_back(row.step_ms);
       const bool base = r.mode == Mode::Baseline;
       fmt::print("| {} | {} | {:.3f} | {} | {} | {} | {} | {} | {} | {} | {:016x} |\n", rank.rank,
-                 r.name, median(step), collective_share(r), mib(r.peak_bytes),
+                 r.name, median_step_ms(r), collective_share(r), mib(r.peak_bytes),
                  base ? "-" : mib(r.planned_bytes),
                  base ? fmt::format("{} (live high)", mib(r.lower_bound)) : mib(r.lower_bound),
                  base ? "-" : std::to_string(r.breaks),
@@ -97,8 +99,18 @@ void print_sp_summary(const Config& config, const std::vector<RankResults>& rank
              check.ranks_agree ? "bitwise equal in every mode" : "NOT equal (MISMATCH)");
   if (!ranks.empty() && ranks.front().modes.size() > 1) print_check("modes (rank 0)", check.modes);
   if (reference && check.reference) {
-    fmt::print("one-device reference ({}, no exchange): final latents {:016x}\n", reference->name,
-               fingerprint(reference->latents));
+    const double one_ms = median_step_ms(*reference);
+    fmt::print(
+        "one-device reference ({}, no exchange): median step {:.3f} ms, peak step memory {} MiB "
+        "(lower bound {} MiB), final latents {:016x}\n",
+        reference->name, one_ms, mib(reference->peak_bytes), mib(reference->lower_bound),
+        fingerprint(reference->latents));
+    for (const RankResults& rank : ranks) {
+      if (rank.modes.empty()) continue;
+      const double ms = median_step_ms(rank.modes.front());
+      fmt::print("speed-up of rank {} ({}) over one device: {:.3f}x\n", rank.rank,
+                 rank.modes.front().name, ms > 0 ? one_ms / ms : 0.0);
+    }
     print_check("reference vs rank 0's first mode", *check.reference);
   }
 }
