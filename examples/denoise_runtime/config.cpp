@@ -127,6 +127,14 @@ void add_options(CLI::App& app, Config& c) {
          "resident as fit, and the compiler refuses to map more")
       ->type_name("SIZE")
       ->default_str("0");
+  app.add_option("--ranks", c.ranks,
+                 "sequence parallelism over N ranks in this process, one thread each (GPUs "
+                 "0..N-1, NCCL; or host ranks with --device=cpu): tokens and heads must divide by "
+                 "N; 1: the one-device path")
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("--reference", c.reference,
+               "with --ranks > 1: also run the first mode on one device (GPU 0) and print its "
+               "difference from the ranks' latents");
   app.add_option("--draw", c.draw, "one picture (HTML) per recorded branch of each memplan mode")
       ->type_name("DIR");
 }
@@ -252,6 +260,12 @@ void apply_preset(Config& c, bool gpu) {
   }
   if (c.chunk_mib < 1) throw InvalidArgument("--chunk-mib must be >= 1");
   resolve_modes(c);
+  if (c.ranks > 1 && (c.weights != Weights::Resident || c.vram_budget != 0)) {
+    throw InvalidArgument(fmt::format(
+        "--ranks {} keeps every block's weights on every rank: --weights={} and --vram-budget "
+        "are for one device",
+        c.ranks, to_string(c.weights)));
+  }
 }
 
 const char* to_string(Mode mode, bool gpu) {

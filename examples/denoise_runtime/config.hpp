@@ -42,7 +42,9 @@ struct Config {
   std::string csv;   // per-step rows, when set
   std::string draw;  // a folder: one picture per recorded branch, when set
   Weights weights = Weights::Resident;
-  std::size_t vram_budget = 0;          // bytes of device memory for the run; 0: none
+  std::size_t vram_budget = 0;  // bytes of device memory for the run; 0: none
+  int ranks = 1;                // sequence-parallel ranks (threads; GPUs 0..ranks-1); 1: one device
+  bool reference = false;       // with ranks > 1: also run one device and compare the latents
   std::set<std::string> preset_locked;  // shape options given on the command line
 
   [[nodiscard]] int hidden() const { return heads * head_dim; }

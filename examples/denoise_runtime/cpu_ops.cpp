@@ -213,6 +213,18 @@ class CpuOps final : public Ops {
       for (int c = 0; c < hidden; ++c)
         x2[t * hidden + c] = a * x1[(t % t1) * hidden + c] + (1.0f - a) * x2[t * hidden + c];
   }
+  void copy(void* dst, const void* src, std::size_t bytes, Stream) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void transpose_blocks(void* dst, const void* src, std::int64_t a, std::int64_t b,
+                        std::size_t chunk_bytes, Stream) override {
+    auto* out = static_cast<std::byte*>(dst);
+    const auto* in = static_cast<const std::byte*>(src);
+    for (std::int64_t i = 0; i < a; ++i)
+      for (std::int64_t j = 0; j < b; ++j)
+        std::memcpy(out + static_cast<std::size_t>(j * a + i) * chunk_bytes,
+                    in + static_cast<std::size_t>(i * b + j) * chunk_bytes, chunk_bytes);
+  }
 
  private:
   static std::string fmt_oom(std::size_t bytes) {

@@ -1,5 +1,6 @@
 // The CPU platform: float loops, the host backend (mmap/memfd, the VMM model on Linux) for
 // memplan, the host step capturer, and malloc as the baseline.
+#include <chrono>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -57,6 +58,22 @@ class MallocMemory final : public BaselineMemory {
   std::uint64_t used_ = 0, high_ = 0, kept_ = 0, calls_ = 0;
 };
 
+// Ops run at the call here: the host clock around each span is the span.
+class ClockSpans final : public SpanTimer {
+ public:
+  void begin(Stream) override { start_ = std::chrono::steady_clock::now(); }
+  void end(Stream) override { total_ += std::chrono::steady_clock::now() - start_; }
+  double take_ms() override {
+    const double ms = std::chrono::duration<double, std::milli>(total_).count();
+    total_ = {};
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::duration total_{};
+};
+
 class CpuPlatform final : public Platform {
  public:
   bool gpu() const override { return false; }
@@ -76,6 +93,7 @@ class CpuPlatform final : public Platform {
     return std::make_unique<memplan::stream::HostCopyEngine>();
   }
   std::optional<std::uint64_t> device_used_bytes() override { return std::nullopt; }
+  std::unique_ptr<SpanTimer> make_span_timer() override { return std::make_unique<ClockSpans>(); }
 
  private:
   std::unique_ptr<Ops> ops_ = make_cpu_ops();
@@ -87,10 +105,11 @@ class CpuPlatform final : public Platform {
 std::unique_ptr<Platform> make_cpu_platform() { return std::make_unique<CpuPlatform>(); }
 
 #ifndef MEMPLAN_HAVE_CUDA_GRAPHS
-std::unique_ptr<Platform> make_gpu_platform() {
+std::unique_ptr<Platform> make_gpu_platform(int, std::vector<int>) {
   throw memplan::CudaError("this build of denoise_runtime has no CUDA; use --device=cpu");
 }
 bool gpu_available() { return false; }
+int gpu_count() { return 0; }
 #endif
 
 }  // namespace denoise

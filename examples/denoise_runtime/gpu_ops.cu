@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -139,6 +140,28 @@ __global__ void blend_kernel(float* x2, const float* x1, std::int64_t t2, std::i
   x2[i] = a * x1[(t % t1) * hidden + c] + (1.0f - a) * x2[i];
 }
 
+// dst[j][i] = src[i][j] (i < a, j < b), each element a chunk of `words` Words; one thread a word.
+template <class Word>
+__global__ void transpose_blocks_kernel(Word* dst, const Word* src, std::int64_t a, std::int64_t b,
+                                        std::int64_t words, std::int64_t total) {
+  const std::int64_t w = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (w >= total) return;
+  const std::int64_t chunk = w / words;  // j * a + i
+  const std::int64_t i = chunk % a, j = chunk / a;
+  dst[w] = src[(i * b + j) * words + w % words];
+}
+
+template <class Word>
+void launch_transpose_blocks(void* dst, const void* src, std::int64_t a, std::int64_t b,
+                             std::size_t chunk_bytes, cudaStream_t stream) {
+  const auto words = static_cast<std::int64_t>(chunk_bytes / sizeof(Word));
+  const std::int64_t total = a * b * words;
+  if (total == 0) return;
+  transpose_blocks_kernel<Word><<<grid(total), 256, 0, stream>>>(
+      static_cast<Word*>(dst), static_cast<const Word*>(src), a, b, words, total);
+  memplan::check_launch("transpose_blocks_kernel");
+}
+
 class GpuOps final : public Ops {
  public:
   explicit GpuOps(cudaStream_t stream) : stream_(stream) {
@@ -262,6 +285,26 @@ class GpuOps final : public Ops {
              Stream s) override {
     blend_kernel<<<grid(t2 * hidden), 256, 0, on(s)>>>(x2, x1, t2, t1, hidden, a);
     memplan::check_launch("blend_kernel");
+  }
+  void copy(void* dst, const void* src, std::size_t bytes, Stream s) override {
+    memplan::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, on(s)),
+                        "cudaMemcpyAsync(device to device)");
+  }
+  // The widest word (16 bytes down to 1) that divides the chunk and both addresses.
+  void transpose_blocks(void* dst, const void* src, std::int64_t a, std::int64_t b,
+                        std::size_t chunk_bytes, Stream s) override {
+    const std::size_t align =
+        chunk_bytes | reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
+    if (align % 16 == 0)
+      launch_transpose_blocks<uint4>(dst, src, a, b, chunk_bytes, on(s));
+    else if (align % 8 == 0)
+      launch_transpose_blocks<uint2>(dst, src, a, b, chunk_bytes, on(s));
+    else if (align % 4 == 0)
+      launch_transpose_blocks<unsigned>(dst, src, a, b, chunk_bytes, on(s));
+    else if (align % 2 == 0)
+      launch_transpose_blocks<unsigned short>(dst, src, a, b, chunk_bytes, on(s));
+    else
+      launch_transpose_blocks<unsigned char>(dst, src, a, b, chunk_bytes, on(s));
   }
 
  private:

@@ -6,6 +6,8 @@
 
 #include <limits>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "gpu_ops.hpp"
 #include "memplan/arena/cuda_vmm_backend.hpp"
@@ -81,14 +83,60 @@ class AsyncMemory final : public BaselineMemory {
   std::uint64_t calls_ = 0;
 };
 
+// CUDA events around each span, recorded on the stream; pairs are made once and reused.
+class EventSpans final : public SpanTimer {
+ public:
+  explicit EventSpans(cudaStream_t stream) : stream_(stream) {}
+  ~EventSpans() override {
+    for (auto& [begin, end] : events_) {
+      (void)cudaEventDestroy(begin);
+      (void)cudaEventDestroy(end);
+    }
+  }
+  void begin(Stream s) override {
+    if (used_ == events_.size()) {
+      std::pair<cudaEvent_t, cudaEvent_t> pair{};
+      memplan::check_cuda(cudaEventCreate(&pair.first), "cudaEventCreate");
+      memplan::check_cuda(cudaEventCreate(&pair.second), "cudaEventCreate");
+      events_.push_back(pair);
+    }
+    memplan::check_cuda(cudaEventRecord(events_[used_].first, on(s)), "cudaEventRecord(begin)");
+  }
+  void end(Stream s) override {
+    memplan::check_cuda(cudaEventRecord(events_[used_].second, on(s)), "cudaEventRecord(end)");
+    ++used_;
+  }
+  double take_ms() override {
+    double total = 0;
+    for (std::size_t i = 0; i < used_; ++i) {
+      memplan::check_cuda(cudaEventSynchronize(events_[i].second), "cudaEventSynchronize");
+      float ms = 0;
+      memplan::check_cuda(cudaEventElapsedTime(&ms, events_[i].first, events_[i].second),
+                          "cudaEventElapsedTime");
+      total += ms;
+    }
+    used_ = 0;
+    return total;
+  }
+
+ private:
+  cudaStream_t on(Stream s) const {
+    return s.native != nullptr ? static_cast<cudaStream_t>(s.native) : stream_;
+  }
+  cudaStream_t stream_;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;
+  std::size_t used_ = 0;
+};
+
 class GpuPlatform final : public Platform {
  public:
-  GpuPlatform() {
-    memplan::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  GpuPlatform(int device, std::vector<int> peers) : device_(device), peers_(std::move(peers)) {
+    memplan::check_cuda(cudaSetDevice(device_), "cudaSetDevice");
     cudaDeviceProp prop{};
-    memplan::check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    name_ = fmt::format("{} ({} SMs, {} MiB)", prop.name, prop.multiProcessorCount,
-                        prop.totalGlobalMem >> 20);
+    memplan::check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+    name_ = fmt::format("{} ({} SMs, {} MiB){}", prop.name, prop.multiProcessorCount,
+                        prop.totalGlobalMem >> 20,
+                        device_ != 0 ? fmt::format(", device {}", device_) : std::string());
     memplan::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                         "cudaStreamCreateWithFlags");
     ops_ = make_gpu_ops(stream_);
@@ -109,7 +157,8 @@ class GpuPlatform final : public Platform {
     memplan::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
   std::unique_ptr<memplan::arena::PhysicalBackend> make_backend() override {
-    return std::make_unique<memplan::arena::CudaVmmBackend>();
+    return std::make_unique<memplan::arena::CudaVmmBackend>(
+        memplan::arena::CudaVmmOptions{.device = device_, .peer_devices = peers_});
   }
   memplan::capture::StepCapturer& capturer() override { return capturer_; }
   std::unique_ptr<BaselineMemory> make_baseline() override {
@@ -122,6 +171,9 @@ class GpuPlatform final : public Platform {
     const std::uint64_t used = used_now();
     return used > used_at_start_ ? used - used_at_start_ : 0;
   }
+  std::unique_ptr<SpanTimer> make_span_timer() override {
+    return std::make_unique<EventSpans>(stream_);
+  }
 
  private:
   static std::uint64_t used_now() {
@@ -130,6 +182,8 @@ class GpuPlatform final : public Platform {
     return total - free;
   }
 
+  int device_;
+  std::vector<int> peers_;  // devices mapped into this one's memory (the VMM backend's)
   std::string name_;
   cudaStream_t stream_ = nullptr;
   std::uint64_t used_at_start_ = 0;  // the context, cuBLAS and its workspace: not the run's
@@ -139,7 +193,24 @@ class GpuPlatform final : public Platform {
 
 }  // namespace
 
-std::unique_ptr<Platform> make_gpu_platform() { return std::make_unique<GpuPlatform>(); }
+std::unique_ptr<Platform> make_gpu_platform(int device, std::vector<int> peer_devices) {
+  std::vector<int> peers;
+  for (int peer : peer_devices) {
+    int reach = 0;
+    memplan::check_cuda(cudaDeviceCanAccessPeer(&reach, peer, device), "cudaDeviceCanAccessPeer");
+    if (reach != 0) peers.push_back(peer);
+  }
+  return std::make_unique<GpuPlatform>(device, std::move(peers));
+}
+
+int gpu_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
 
 bool gpu_available() {
   int count = 0;

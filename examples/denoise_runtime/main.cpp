@@ -2,6 +2,7 @@
 // workspaces served by memplan (with and without CUDA Graphs) and by the baseline allocator, on
 // the GPU when there is one and on the CPU (host backend) otherwise. It prints every step, a
 // summary, checks that all modes produced the same latents, and prints the compiler's report.
+// With --ranks N > 1 it runs sequence-parallel instead (sp_main.hpp).
 // Exit status: 0 when the outputs match, 1 when they do not, 2 on an error.
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "model.hpp"
 #include "platform.hpp"
 #include "run_modes.hpp"
+#include "sp_main.hpp"
 #include "summary.hpp"
 #include "weight_sources.hpp"
 
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
     Config config;
     if (const auto exit_code = parse_args(argc, argv, config)) return *exit_code;
     bool gpu = config.device == Device::Gpu || (config.device == Device::Auto && gpu_available());
+    if (config.ranks > 1) return run_sequence_parallel_main(config, gpu);
     auto platform = gpu ? make_gpu_platform() : make_cpu_platform();
     apply_preset(config, gpu);
     fmt::print(

@@ -8,6 +8,7 @@
 
 #include "memplan/error.hpp"
 #include "memplan/types.hpp"
+#include "sequence_parallel.hpp"
 
 namespace denoise {
 
@@ -146,33 +147,41 @@ Attn Model::attention_for(const Pass& pass, int step) const {
 }
 
 void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rope, StepMemory& mem,
-                 BlockSource& weights) const {
+                 BlockSource& weights, SequenceParallel* sp) const {
   Ops& ops = ops_;
   const Dims d = pass.dims;
-  const std::int64_t t = d.tokens;
+  // The rows this rank runs: every token, or a sequence-parallel rank's shard.
+  const TokenShard shard = sp != nullptr ? sp->shard(d.tokens) : TokenShard{0, d.tokens};
+  const std::int64_t t = shard.rows;
+  const Dims local{t, d.heads, d.head_dim};
   const int h = d.hidden();
   const int mlp = h * config_.mlp_ratio;
   const std::size_t act = ops.act_bytes();
   const std::size_t th = static_cast<std::size_t>(t) * static_cast<std::size_t>(h) * act;
 
   // The rope table of this token count: built once, kept across steps (the field's cache).
-  auto& table_slot = rope[t];
+  auto& table_slot = rope[d.tokens];
   if (table_slot == nullptr) {
+    const std::int64_t tokens = d.tokens;
     const std::size_t bytes =
-        static_cast<std::size_t>(t) * static_cast<std::size_t>(d.head_dim) * 4;
+        static_cast<std::size_t>(tokens) * static_cast<std::size_t>(d.head_dim) * 4;
     table_slot = mem.alloc_kept(bytes, "rope_freqs", config_.rope == RopeCache::Paused);
     auto* table = static_cast<float*>(table_slot);
-    mem.launch([&ops, table, t, d](Stream s) { ops.rope_table(table, t, d.head_dim, s); });
+    mem.launch(
+        [&ops, table, tokens, d](Stream s) { ops.rope_table(table, tokens, d.head_dim, s); });
   }
   const auto* table = static_cast<const float*>(table_slot);
   mem.depends_on(table);
   mem.depends_on(pass.latents);
+  // The shard's rows of the latents and of the rope table (its global token positions).
+  const float* x = pass.latents + shard.first * h;
+  const float* rope_rows = table + shard.first * d.head_dim;
 
   void* hs = mem.alloc(th, "residual");
-  mem.launch([&ops, hs, pass, t, h, temb = temb_](Stream s) {
-    ops.embed(hs, pass.latents, temb, pass.sched, pass.counter, t, h, s);
+  mem.launch([&ops, hs, x, pass, t, h, temb = temb_](Stream s) {
+    ops.embed(hs, x, temb, pass.sched, pass.counter, t, h, s);
   });
-  const std::size_t ws_bytes = ops.attention_workspace(d, attn);
+  const std::size_t ws_bytes = sp != nullptr ? 0 : ops.attention_workspace(d, attn);
   for (int b = 0; b < config_.blocks; ++b) {
     const BlockWeights w = weights.enter(b);
     void* n1 = mem.alloc(th);
@@ -183,14 +192,19 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
     auto* q = static_cast<std::byte*>(qkv);
     std::byte* k = q + th;
     std::byte* v = k + th;
-    mem.launch([&ops, q, k, table, d](Stream s) { ops.rope(q, k, table, d, s); });
-    void* ws = ws_bytes != 0 ? mem.alloc(ws_bytes, "attn_workspace") : nullptr;
-    void* att = mem.alloc(th);
-    mem.launch([&ops, att, q, k, v, ws, ws_bytes, d, attn](Stream s) {
-      ops.attention(att, q, k, v, ws, ws_bytes, d, attn, s);
-    });
-    if (ws != nullptr) mem.free(ws);
-    mem.free(qkv);
+    mem.launch([&ops, q, k, rope_rows, local](Stream s) { ops.rope(q, k, rope_rows, local, s); });
+    void* att = nullptr;
+    if (sp != nullptr) {
+      att = sp->attend(mem, qkv, d, attn);  // frees qkv
+    } else {
+      void* ws = ws_bytes != 0 ? mem.alloc(ws_bytes, "attn_workspace") : nullptr;
+      att = mem.alloc(th);
+      mem.launch([&ops, att, q, k, v, ws, ws_bytes, d, attn](Stream s) {
+        ops.attention(att, q, k, v, ws, ws_bytes, d, attn, s);
+      });
+      if (ws != nullptr) mem.free(ws);
+      mem.free(qkv);
+    }
     void* o = mem.alloc(th);
     mem.launch([&ops, o, att, w, t, h](Stream s) { ops.gemm(o, att, w.out, t, h, h, s); });
     mem.free(att);
@@ -218,10 +232,14 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
   mem.launch(
       [&ops, vel, nf, t, h, wout = final_out_](Stream s) { ops.gemm(vel, nf, wout, t, h, h, s); });
   mem.free(nf);
-  mem.launch([&ops, vel, pass, t, h](Stream s) {
-    ops.euler(pass.latents, vel, pass.sched, pass.counter, t * h, s);
-    ops.advance(pass.counter, s);
-  });
+  if (sp != nullptr) {
+    sp->update_latents(mem, pass, vel);
+  } else {
+    mem.launch([&ops, vel, pass, t, h](Stream s) {
+      ops.euler(pass.latents, vel, pass.sched, pass.counter, t * h, s);
+      ops.advance(pass.counter, s);
+    });
+  }
   mem.free(vel);
 }
 

@@ -36,6 +36,8 @@ struct BlockLayout {
 
 // The weights of each block during a step: enter(b) before block b's launches (its weights on
 // the device), leave(b) after them. Blocks are entered in order.
+class SequenceParallel;
+
 class BlockSource {
  public:
   BlockSource() = default;
@@ -76,9 +78,10 @@ class Model {
 
   // One denoise step of `pass` at `step`: every activation and workspace through `mem`, each
   // block's weights from `weights`. `rope` caches the rope table per token count across steps
-  // (kept buffers).
+  // (kept buffers). With `sp`, the step of one sequence-parallel rank: its token shard, attention
+  // through the rank exchange, the latents gathered at the end (sequence_parallel.hpp).
   void step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rope, StepMemory& mem,
-            BlockSource& weights) const;
+            BlockSource& weights, SequenceParallel* sp = nullptr) const;
 
   // The weights on the device (Weights::Resident), as a source.
   [[nodiscard]] BlockSource& resident_weights();

@@ -77,6 +77,12 @@ class Ops {
   // x2[t, c] = a * x1[t % t1, c] + (1 - a) * x2[t, c]
   virtual void blend(float* x2, const float* x1, std::int64_t t2, std::int64_t t1, int hidden,
                      float a, Stream s) = 0;
+  // dst <- src, both device memory, on the stream.
+  virtual void copy(void* dst, const void* src, std::size_t bytes, Stream s) = 0;
+  // dst[j][i] = src[i][j] for i < a, j < b, each element `chunk_bytes` long: the packing and
+  // unpacking around the sequence-parallel all_to_alls (token shards <-> head shards).
+  virtual void transpose_blocks(void* dst, const void* src, std::int64_t a, std::int64_t b,
+                                std::size_t chunk_bytes, Stream s) = 0;
 };
 
 }  // namespace denoise

@@ -7,11 +7,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "memplan/arena/backend.hpp"
 #include "memplan/capture/captured_step.hpp"
 #include "memplan/stream/copy_engine.hpp"
 #include "ops.hpp"
+#include "span_timer.hpp"
 #include "step_memory.hpp"
 
 namespace denoise {
@@ -48,12 +50,20 @@ class Platform {
   // Device memory in use now beyond what was in use when the platform was made (the context,
   // cuBLAS), measured with cudaMemGetInfo; nullopt on the CPU.
   [[nodiscard]] virtual std::optional<std::uint64_t> device_used_bytes() = 0;
+  // Times spans on this platform's stream (see span_timer.hpp).
+  [[nodiscard]] virtual std::unique_ptr<SpanTimer> make_span_timer() = 0;
 };
 
 [[nodiscard]] std::unique_ptr<Platform> make_cpu_platform();
-// Throws memplan::CudaError when no GPU is usable; only in builds with CUDA.
-[[nodiscard]] std::unique_ptr<Platform> make_gpu_platform();
+// On `device`, whose memory `peer_devices` may also read and write (NCCL's peer-to-peer paths;
+// those that cannot reach `device` are left out). The calling thread's current device becomes
+// `device`: a platform is made, and used, on one thread. Throws memplan::CudaError when no GPU is
+// usable; only in builds with CUDA.
+[[nodiscard]] std::unique_ptr<Platform> make_gpu_platform(int device = 0,
+                                                          std::vector<int> peer_devices = {});
 // True when this build has CUDA and a device is usable.
 [[nodiscard]] bool gpu_available();
+// GPUs this process sees (0 without CUDA).
+[[nodiscard]] int gpu_count();
 
 }  // namespace denoise

@@ -57,10 +57,39 @@ void prepare(Model& model, std::vector<Pass>& passes, std::size_t p, Stream s) {
   if (p > 0) model.seed_from(passes[p], passes[p - 1], s);
 }
 
+// Times the collectives of `sp` in every mode but graphs (whose captured steps hold no timing),
+// for as long as it lives.
+class CollectiveTiming {
+ public:
+  CollectiveTiming(SequenceParallel* sp, Mode mode, Platform& platform) : sp_(sp) {
+    if (sp_ == nullptr || mode == Mode::Graphs) return;
+    timer_ = platform.make_span_timer();
+    sp_->time_collectives(timer_.get());
+  }
+  CollectiveTiming(const CollectiveTiming&) = delete;
+  CollectiveTiming& operator=(const CollectiveTiming&) = delete;
+  ~CollectiveTiming() {
+    if (timer_) sp_->time_collectives(nullptr);
+  }
+  [[nodiscard]] SpanTimer* timer() const { return timer_.get(); }
+
+ private:
+  SequenceParallel* sp_;
+  std::unique_ptr<SpanTimer> timer_;
+};
+
+// "memplan eager", or "memplan eager r1" for rank 1 of several.
+std::string mode_name(Mode mode, bool gpu, const SequenceParallel* sp) {
+  if (sp == nullptr || sp->ranks() == 1) return to_string(mode, gpu);
+  return fmt::format("{} r{}", to_string(mode, gpu), sp->rank());
+}
+
 // Runs every step of every pass: `issue(pass, step, attn, row)` issues one step and fills the
-// row's counters; the time to issue it and until the stream finished it are measured here.
+// row's counters; the time to issue it and until the stream finished it are measured here, and
+// the collectives' time when `timer` is set.
 template <class Issue>
-void run_passes(const Config& c, Platform& platform, Model& model, ModeResult& r, Issue&& issue) {
+void run_passes(const Config& c, Platform& platform, Model& model, ModeResult& r, SpanTimer* timer,
+                Issue&& issue) {
   auto& passes = model.passes();
   for (std::size_t p = 0; p < passes.size(); ++p) {
     prepare(model, passes, p, platform.stream());
@@ -75,6 +104,7 @@ void run_passes(const Config& c, Platform& platform, Model& model, ModeResult& r
       const auto t2 = Clock::now();
       row.host_ms = ms(t1 - t0);
       row.step_ms = ms(t2 - t0);
+      if (timer != nullptr) row.collective_ms = timer->take_ms();
       if (const auto used = platform.device_used_bytes()) {
         r.device_peak_bytes = std::max(r.device_peak_bytes, *used);
         r.device_peak_measured = true;
@@ -104,10 +134,11 @@ void draw_branches(const memplan::Compiler& compiler, const std::string& dir,
   }
 }
 
-ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& model) {
+ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& model,
+                       SequenceParallel* sp) {
   ModeResult r;
   r.mode = mode;
-  r.name = to_string(mode, platform.gpu());
+  r.name = mode_name(mode, platform.gpu(), sp);
   auto backend = platform.make_backend();
   memplan::CompilerOptions o;
   o.reserve_bytes = platform.gpu() ? std::size_t{64} << 30 : std::size_t{8} << 30;
@@ -144,7 +175,8 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
       compiler, platform.capturer(), platform.stream(),
       {.enabled = mode == Mode::Graphs, .capture_after = c.capture_after});
   std::map<std::int64_t, void*> rope;
-  run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
+  const CollectiveTiming timing(sp, mode, platform);
+  run_passes(c, platform, model, r, timing.timer(), [&](const Pass& pass, StepRow& row) {
     const std::string key =
         fmt::format("pass{}/{}", pass.index, row.attn == Attn::Sparse ? "sparse" : "dense");
     const auto before = compiler.stats();
@@ -153,12 +185,12 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
       if (streamer) {
         memplan::stream::StreamedStep streamed(*streamer, ctx);
         StreamedBlocks weights(streamed, model.layout());
-        model.step(pass, row.attn, rope, mem, weights);
+        model.step(pass, row.attn, rope, mem, weights, sp);
       } else if (c.weights == Weights::Naive) {
         NaiveBlocks weights(mem, platform.ops(), model);
-        model.step(pass, row.attn, rope, mem, weights);
+        model.step(pass, row.attn, rope, mem, weights, sp);
       } else {
-        model.step(pass, row.attn, rope, mem, model.resident_weights());
+        model.step(pass, row.attn, rope, mem, model.resident_weights(), sp);
       }
     });
     const auto after = compiler.stats();
@@ -191,21 +223,22 @@ ModeResult run_memplan(Mode mode, const Config& c, Platform& platform, Model& mo
   return r;
 }
 
-ModeResult run_baseline(const Config& c, Platform& platform, Model& model) {
+ModeResult run_baseline(const Config& c, Platform& platform, Model& model, SequenceParallel* sp) {
   ModeResult r;
   r.mode = Mode::Baseline;
-  r.name = to_string(Mode::Baseline, platform.gpu());
+  r.name = mode_name(Mode::Baseline, platform.gpu(), sp);
   auto mem = platform.make_baseline();
   std::map<std::int64_t, void*> rope;
   if (c.weights == Weights::Naive)
     r.streamed_bytes_per_step = static_cast<std::uint64_t>(model.blocks()) * model.layout().bytes;
-  run_passes(c, platform, model, r, [&](const Pass& pass, StepRow& row) {
+  const CollectiveTiming timing(sp, Mode::Baseline, platform);
+  run_passes(c, platform, model, r, timing.timer(), [&](const Pass& pass, StepRow& row) {
     const auto calls = mem->calls();
     if (c.weights == Weights::Naive) {
       NaiveBlocks weights(*mem, platform.ops(), model);
-      model.step(pass, row.attn, rope, *mem, weights);
+      model.step(pass, row.attn, rope, *mem, weights, sp);
     } else {
-      model.step(pass, row.attn, rope, *mem, model.resident_weights());
+      model.step(pass, row.attn, rope, *mem, model.resident_weights(), sp);
     }
     row.mapped = mem->reserved_high_bytes();
     row.mem_calls = mem->calls() - calls;
@@ -221,9 +254,10 @@ ModeResult run_baseline(const Config& c, Platform& platform, Model& model) {
 
 }  // namespace
 
-ModeResult run_mode(Mode mode, const Config& config, Platform& platform, Model& model) {
-  return mode == Mode::Baseline ? run_baseline(config, platform, model)
-                                : run_memplan(mode, config, platform, model);
+ModeResult run_mode(Mode mode, const Config& config, Platform& platform, Model& model,
+                    SequenceParallel* sp) {
+  return mode == Mode::Baseline ? run_baseline(config, platform, model, sp)
+                                : run_memplan(mode, config, platform, model, sp);
 }
 
 double median(std::vector<double> values) {

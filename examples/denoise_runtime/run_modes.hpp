@@ -12,6 +12,7 @@
 #include "memplan/stream/streaming_plan.hpp"
 #include "model.hpp"
 #include "platform.hpp"
+#include "sequence_parallel.hpp"
 
 namespace denoise {
 
@@ -28,6 +29,7 @@ struct StepRow {
   std::uint64_t mapped = 0;     // planned arena (memplan) or pool reserved (baseline)
   std::uint64_t pool = 0;       // persistent pool mapped (memplan)
   std::uint64_t mem_calls = 0;  // memory calls made during this step
+  double collective_ms = -1;    // sequence parallel, eager steps: inside collectives (span_timer)
 };
 
 struct ModeResult {
@@ -52,8 +54,10 @@ struct ModeResult {
   std::optional<memplan::stream::StreamingPlan> streaming;  // --weights=streamed
 };
 
-[[nodiscard]] ModeResult run_mode(Mode mode, const Config& config, Platform& platform,
-                                  Model& model);
+// With `sp`, as one sequence-parallel rank (every rank of the group runs the same call on its
+// thread); the collectives are timed in every mode but graphs.
+[[nodiscard]] ModeResult run_mode(Mode mode, const Config& config, Platform& platform, Model& model,
+                                  SequenceParallel* sp = nullptr);
 
 [[nodiscard]] double median(std::vector<double> values);
 

@@ -17,18 +17,6 @@ std::string mib(std::uint64_t bytes) {
   return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20));
 }
 
-// FNV-1a over the latents' bits: runs in separate processes (resident and streamed weights)
-// compare their outputs bit for bit by this line.
-std::uint64_t fingerprint(const std::vector<float>& latents) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(latents.data());
-  for (std::size_t i = 0; i < latents.size() * sizeof(float); ++i) {
-    h ^= bytes[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 // Step time, device memory and the weights' traffic per mode: what weight streaming is judged by.
 void print_weights(const Config& config, const std::vector<ModeResult>& results) {
   fmt::print("\n== weights {}, budget {} ==\n", to_string(config.weights),
@@ -67,6 +55,16 @@ void print_weights(const Config& config, const std::vector<ModeResult>& results)
 }
 
 }  // namespace
+
+std::uint64_t fingerprint(const std::vector<float>& latents) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(latents.data());
+  for (std::size_t i = 0; i < latents.size() * sizeof(float); ++i) {
+    h ^= bytes[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
 
 OutputCheck compare_outputs(const std::vector<ModeResult>& results) {
   OutputCheck c;

@@ -2,6 +2,7 @@
 // the compiler's report, and (optionally) every step as CSV.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct OutputCheck {
 };
 
 [[nodiscard]] OutputCheck compare_outputs(const std::vector<ModeResult>& results);
+// FNV-1a over the latents' bits: separate runs compare their outputs bit for bit by it.
+[[nodiscard]] std::uint64_t fingerprint(const std::vector<float>& latents);
 void print_summary(const Config& config, const std::vector<ModeResult>& results,
                    const OutputCheck& check, bool gpu);
 void write_csv(const std::string& path, const std::vector<ModeResult>& results);
