@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <vector>
 
 namespace memplan::arena {
 
@@ -29,18 +30,19 @@ PersistentPool::~PersistentPool() {
 
 // Nothing fits: map chunks at the top so that the top block (grown, or new) holds `size`.
 std::uint32_t PersistentPool::grow_for(std::uint64_t size) {
-  const std::size_t mapped = arena_.mapped_bytes();
+  const std::uint64_t mapped = end_;
   const bool top_free = top_ != kNone && blocks_[top_].free();
   const std::uint64_t have = top_free ? blocks_[top_].size : 0;
   const std::uint64_t want = mapped + (size - have);
   if (want > arena_.reserved_bytes())
     throw_oom(size, fmt::format("it needs {} mapped, past the reserved range", pretty_bytes(want)));
   try {
-    arena_.ensure_mapped(want);
+    arena_.ensure_mapped(mapped, want - mapped);  // the holes below stay as they are
   } catch (const OutOfMemory& e) {
     throw_oom(size, e.what());
   }
-  const std::uint64_t added = arena_.mapped_bytes() - mapped;
+  end_ = align_up(want, arena_.chunk_bytes());
+  const std::uint64_t added = end_ - mapped;
   if (top_free) {
     free_.remove(blocks_, top_);
     blocks_[top_].size += added;
@@ -73,12 +75,14 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
     // Growth keeps the top block's start (or starts a block at the old top): map only what the
     // aligned allocation needs from there, if anything (the top block may fit as it is).
     const bool top_free = top_ != kNone && blocks_[top_].free();
-    const std::uint64_t from = base_ + (top_free ? blocks_[top_].offset : arena_.mapped_bytes());
+    const std::uint64_t from = base_ + (top_free ? blocks_[top_].offset : end_);
     const std::uint64_t need = align_up(from, alignment) - from + size;
     b = top_free && blocks_[top_].size >= need ? top_ : grow_for(need);
   }
   const std::uint64_t start = base_ + blocks_[b].offset;
   const std::uint64_t pad = align_up(start, alignment) - start;
+  if (holes_)
+    map_hole(blocks_[b].offset + pad, size);  // before the split: a failure changes nothing
   if (pad == 0) return take(b, size);
   free_.remove(blocks_, b);              // before its size changes: the lists file blocks by size
   split(b, pad, blocks_[b].size - pad);  // the aligned rest becomes a free block of its own
@@ -87,12 +91,29 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
   return take(aligned, size);
 }
 
+// An allocation of [offset, offset + size) on a free block that may hold unmapped chunks: map
+// them (a no-op where mapped) before the block is taken, so a failure changes nothing.
+void PersistentPool::map_hole(std::uint64_t offset, std::uint64_t size) {
+  try {
+    arena_.ensure_mapped(offset, size);
+  } catch (const OutOfMemory& e) {
+    throw_oom(size, e.what());
+  }
+}
+
 std::size_t PersistentPool::trim() {
+  const std::size_t top = trim_top();
+  return top + trim_holes();
+}
+
+std::size_t PersistentPool::trim_top() {
   if (top_ == kNone || !blocks_[top_].free()) return 0;
-  const std::size_t mapped = arena_.mapped_bytes();
+  const std::size_t before = arena_.mapped_bytes();
+  const std::uint64_t mapped = end_;
   const std::size_t keep = align_up(blocks_[top_].offset, arena_.chunk_bytes());
   if (keep >= mapped) return 0;
   arena_.trim(keep);  // first: if it throws, the pool is unchanged
+  end_ = keep;
   free_.remove(blocks_, top_);
   if (keep == blocks_[top_].offset) {
     const std::uint32_t prev = blocks_[top_].prev_phys;
@@ -103,7 +124,32 @@ std::size_t PersistentPool::trim() {
     blocks_[top_].size = keep - blocks_[top_].offset;
     free_.insert(blocks_, top_);
   }
-  return mapped - keep;
+  return before - arena_.mapped_bytes();
+}
+
+// Every whole chunk inside a free block below the top goes; the chunks a free block shares with a
+// live neighbour stay. One keep_only over the ranges between the holes.
+std::size_t PersistentPool::trim_holes() {
+  const std::uint64_t chunk = arena_.chunk_bytes();
+  std::vector<ByteRange> holes;  // descending, as the walk from the top finds them
+  for (std::uint32_t b = top_; b != kNone; b = blocks_[b].prev_phys) {
+    if (!blocks_[b].free()) continue;
+    const std::uint64_t start = align_up(blocks_[b].offset, chunk);
+    const std::uint64_t end = (blocks_[b].offset + blocks_[b].size) / chunk * chunk;
+    if (start < end) holes.push_back({start, end - start});
+  }
+  holes_ = !holes.empty();
+  if (holes.empty()) return 0;
+  std::vector<ByteRange> keep;
+  std::uint64_t from = 0;
+  for (auto h = holes.rbegin(); h != holes.rend(); ++h) {
+    if (h->offset > from) keep.push_back({from, h->offset - from});
+    from = h->offset + h->bytes;
+  }
+  if (end_ > from) keep.push_back({from, end_ - from});
+  const std::size_t before = arena_.mapped_bytes();
+  arena_.keep_only(keep);  // the blocks do not change: a failure leaves the holes mapped
+  return before - arena_.mapped_bytes();
 }
 
 std::size_t PersistentPool::size_of(const void* p) const {
@@ -118,6 +164,7 @@ PoolStats PersistentPool::stats() const {
   s.live_allocations = live_count_;
   s.allocated_bytes = allocated_;
   s.mapped_bytes = arena_.mapped_bytes();
+  s.extent_bytes = end_;
   s.reserved_bytes = arena_.reserved_bytes();
   s.free_bytes = s.mapped_bytes - allocated_;
   s.largest_free_block = free_.largest(blocks_);

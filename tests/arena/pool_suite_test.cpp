@@ -93,6 +93,42 @@ TEST_P(PoolSuite, TrimReturnsFreeChunksAtTheTop) {
   EXPECT_NE(pool.allocate(256), nullptr);
 }
 
+// A free block between live ones gives its whole chunks back (a hole); its edge chunks, shared
+// with live neighbours, stay. An allocation there maps the hole again first, data around intact.
+TEST_P(PoolSuite, TrimUnmapsWholeFreeChunksBetweenLiveBlocksAndAnAllocationMapsThemAgain) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
+  void* low = pool.allocate(chunk_ / 2);
+  void* middle = pool.allocate(5 * chunk_);  // from chunk_ / 2: chunks 1-4 wholly inside
+  void* high = pool.allocate(chunk_ / 2);
+  const auto a = pattern(chunk_ / 2, 3);
+  const auto c = pattern(chunk_ / 2, 4);
+  env().write(low, a);
+  env().write(high, c);
+  EXPECT_EQ(pool.arena().mapped_chunks(), 6u);
+  pool.deallocate(middle);
+  EXPECT_EQ(pool.trim(), 4 * chunk_);
+  EXPECT_EQ(pool.arena().mapped_chunks(), 2u);
+  EXPECT_EQ(pool.stats().extent_bytes, 6 * chunk_);         // the pool did not shrink: high is live
+  EXPECT_EQ(pool.stats().free_bytes, 2 * chunk_ - chunk_);  // mapped, not allocated
+  EXPECT_EQ(pool.trim(), 0u);
+  // The hole is the only free block: the allocation takes its start and maps chunks 1-3.
+  void* again = pool.allocate(3 * chunk_);
+  EXPECT_EQ(addr(again), addr(middle));
+  EXPECT_EQ(pool.arena().mapped_chunks(), 5u);
+  const auto b = pattern(3 * chunk_, 5);
+  env().write(again, b);
+  EXPECT_EQ(env().read(again, b.size()), b);
+  EXPECT_EQ(env().read(low, a.size()), a);
+  EXPECT_EQ(env().read(high, c.size()), c);
+  pool.deallocate(again);
+  pool.deallocate(high);
+  pool.deallocate(low);
+  EXPECT_EQ(pool.stats().blocks, 1u);
+  EXPECT_EQ(pool.trim(), 5 * chunk_);  // chunks 0-3 and 5: one free block from the base
+  EXPECT_EQ(pool.arena().mapped_bytes(), 0u);
+  EXPECT_EQ(pool.stats().extent_bytes, 0u);
+}
+
 TEST_P(PoolSuite, BadSizesAreNamedErrors) {
   PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
   try {
@@ -199,7 +235,7 @@ void churn_against_shadow(PersistentPool& pool, const BackendEnv& env, std::size
       ASSERT_EQ(a % std::max<std::size_t>(alignment, 256), 0u) << "alignment " << alignment;
       const std::size_t got = pool.size_of(p);
       ASSERT_EQ(got, (size + 255) / 256 * 256);
-      ASSERT_LE(a + got, addr(pool.arena().base()) + pool.arena().mapped_bytes());
+      ASSERT_LE(a + got, addr(pool.arena().base()) + pool.stats().extent_bytes);
       const auto next = shadow.lower_bound(a);
       if (next != shadow.end()) {
         ASSERT_LE(a + got, next->first) << "overlaps the next live allocation";

@@ -2,7 +2,10 @@
 // arena of their own. Best fit over TLSF size classes with immediate coalescing and 256-byte
 // granules, so a small allocation costs near its own size, never a chunk. The bookkeeping is all
 // on the host (device memory holds no headers). When nothing fits, the arena maps more chunks at
-// its top and the top free block grows into them; trim() hands whole free chunks at the top back.
+// its top and the top free block grows into them. trim() hands back the whole free chunks at the
+// top, which shrinks the pool, and those inside free blocks below it (holes: a model built in one
+// precision and cast to another leaves its first weights' bytes free under the second's); an
+// allocation that lands on a hole maps its chunks again first, the only time the hot path looks.
 // Alignments above 256 (up to 4096, the compiler's limit) take a block with room for the worst
 // padding and give the padding in front back as a free block of its own, so it is reused and
 // coalesces like any other.
@@ -37,6 +40,7 @@ struct PoolStats {
   std::size_t free_bytes = 0;       // mapped but not allocated
   std::size_t largest_free_block = 0;
   std::size_t mapped_bytes = 0;
+  std::size_t extent_bytes = 0;  // the blocks' span from the base: mapped chunks and holes
   std::size_t reserved_bytes = 0;
   std::size_t blocks = 0;  // live and free, as the pool tracks them
 };
@@ -64,6 +68,8 @@ class PersistentPool {
     std::uint32_t b = free_.find(blocks_, size);
     if (b == detail::kNone) [[unlikely]]
       b = grow_for(size);
+    if (holes_) [[unlikely]]
+      map_hole(blocks_[b].offset, size);
     return take(b, size);
   }
 
@@ -95,7 +101,8 @@ class PersistentPool {
   std::size_t size_of(const void* p) const;
   bool owns(const void* p) const noexcept { return arena_.contains(p); }
 
-  // Unmaps the whole chunks that are free at the top of the pool; returns the bytes unmapped.
+  // Unmaps the whole chunks that are free: at the top of the pool (it shrinks) and inside free
+  // blocks below (holes, mapped again when an allocation needs them); returns the bytes unmapped.
   std::size_t trim();
 
   PoolStats stats() const;
@@ -162,6 +169,9 @@ class PersistentPool {
   }
 
   std::uint32_t grow_for(std::uint64_t size);
+  std::size_t trim_top();
+  std::size_t trim_holes();
+  void map_hole(std::uint64_t offset, std::uint64_t size);
   void* allocate_aligned(std::size_t bytes, std::size_t alignment);
   [[noreturn]] void throw_bad_size(std::size_t bytes) const;
   [[noreturn]] void throw_bad_pointer(const void* p) const;
@@ -173,7 +183,9 @@ class PersistentPool {
   detail::BlockStore blocks_;
   detail::FreeLists free_;
   detail::LiveTable live_;
-  std::uint32_t top_ = detail::kNone;  // the block that ends at mapped_bytes()
+  std::uint32_t top_ = detail::kNone;  // the block that ends at end_
+  std::uint64_t end_ = 0;              // where the top block ends: a whole number of chunks
+  bool holes_ = false;                 // trim() unmapped chunks inside free blocks
   std::size_t live_count_ = 0;
   std::size_t allocated_ = 0;
 };
