@@ -3,8 +3,8 @@
 // granules, so a small allocation costs near its own size, never a chunk. The bookkeeping is all
 // on the host (device memory holds no headers). When nothing fits, the arena maps more chunks at
 // its top and the top free block grows into them. trim() hands back the whole free chunks at the
-// top, which shrinks the pool, and those inside free blocks below it (holes: a model built in one
-// precision and cast to another leaves its first weights' bytes free under the second's); an
+// top, which shrinks the pool, and those inside free blocks below it (holes: what a model's
+// construction freed below its weights); an
 // allocation that lands on a hole maps its chunks again first, the only time the hot path looks.
 // Alignments above 256 (up to 4096, the compiler's limit) take a block with room for the worst
 // padding and give the padding in front back as a free block of its own, so it is reused and
