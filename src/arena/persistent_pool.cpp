@@ -81,7 +81,7 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
   }
   const std::uint64_t start = base_ + blocks_[b].offset;
   const std::uint64_t pad = align_up(start, alignment) - start;
-  if (holes_)
+  if (arena_.mapped_bytes() != end_)
     map_hole(blocks_[b].offset + pad, size);  // before the split: a failure changes nothing
   if (pad == 0) return take(b, size);
   free_.remove(blocks_, b);              // before its size changes: the lists file blocks by size
@@ -91,9 +91,15 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
   return take(aligned, size);
 }
 
-// An allocation of [offset, offset + size) on a free block that may hold unmapped chunks: map
-// them (a no-op where mapped) before the block is taken, so a failure changes nothing.
+// An allocation of [offset, offset + size) while some hole is unmapped: if a chunk of its range
+// is, map them (before the block is taken, so a failure changes nothing). Looking is a lookup per
+// chunk and allocates nothing, so allocations away from the holes stay off the backend's path.
 void PersistentPool::map_hole(std::uint64_t offset, std::uint64_t size) {
+  const std::uint64_t chunk = arena_.chunk_bytes();
+  bool missing = false;
+  for (std::uint64_t at = offset / chunk * chunk; at < offset + size && !missing; at += chunk)
+    missing = !arena_.is_mapped(at);
+  if (!missing) return;
   try {
     arena_.ensure_mapped(offset, size);
   } catch (const OutOfMemory& e) {
@@ -138,7 +144,6 @@ std::size_t PersistentPool::trim_holes() {
     const std::uint64_t end = (blocks_[b].offset + blocks_[b].size) / chunk * chunk;
     if (start < end) holes.push_back({start, end - start});
   }
-  holes_ = !holes.empty();
   if (holes.empty()) return 0;
   std::vector<ByteRange> keep;
   std::uint64_t from = 0;

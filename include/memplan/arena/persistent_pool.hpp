@@ -4,8 +4,8 @@
 // on the host (device memory holds no headers). When nothing fits, the arena maps more chunks at
 // its top and the top free block grows into them. trim() hands back the whole free chunks at the
 // top, which shrinks the pool, and those inside free blocks below it (holes: what a model's
-// construction freed below its weights); an
-// allocation that lands on a hole maps its chunks again first, the only time the hot path looks.
+// construction freed below its weights); while a hole is unmapped, an allocation looks up its
+// range's chunks and maps the missing ones first (no backend call where none is missing).
 // Alignments above 256 (up to 4096, the compiler's limit) take a block with room for the worst
 // padding and give the padding in front back as a free block of its own, so it is reused and
 // coalesces like any other.
@@ -68,7 +68,7 @@ class PersistentPool {
     std::uint32_t b = free_.find(blocks_, size);
     if (b == detail::kNone) [[unlikely]]
       b = grow_for(size);
-    if (holes_) [[unlikely]]
+    if (arena_.mapped_bytes() != end_) [[unlikely]]  // trim() left holes, some still unmapped
       map_hole(blocks_[b].offset, size);
     return take(b, size);
   }
@@ -184,8 +184,8 @@ class PersistentPool {
   detail::FreeLists free_;
   detail::LiveTable live_;
   std::uint32_t top_ = detail::kNone;  // the block that ends at end_
-  std::uint64_t end_ = 0;              // where the top block ends: a whole number of chunks
-  bool holes_ = false;                 // trim() unmapped chunks inside free blocks
+  std::uint64_t end_ =
+      0;  // where the top block ends: a whole number of chunks, all mapped but holes
   std::size_t live_count_ = 0;
   std::size_t allocated_ = 0;
 };
