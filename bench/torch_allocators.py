@@ -13,6 +13,9 @@ allocator once per process), in an order that alternates over the repeats:
   async          PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
   memplan        memplan.torch.install(), each step inside memplan.step (eager)
   memplan-graphs the same through memplan.graphs.GraphedStep (CUDA graphs once stable)
+  caching-graphs PyTorch's own CUDA graphs over its caching allocator, what a user does without
+                 memplan: the same steps as memplan-graphs (eager twice on a side stream, then one
+                 torch.cuda.graph capture into its private pool, then replays of it)
 Every step is followed by torch.cuda.synchronize(). Per run: the median step time (wall, from the
 call to the end of the synchronize) and host time (the call alone), the peaks, memplan's counters
 and a SHA-256 of the final output. Writes <out>/torch_allocators.json and .md.
@@ -31,8 +34,9 @@ Memory columns (bytes):
                    max_memory_allocated() - persistent (every buffer of the step, outputs too).
                    The table's bound of a model is the largest of its eager runs' bounds (each
                    a lower bound of the same step's memory; the largest is the tightest); the
-                   memplan-graphs row takes the largest of that and its own runs' bounds, which
-                   count what the step allocates under capture
+                   two graphs rows take the largest of that and the graphs runs' bounds, which
+                   count what the step allocates under capture (transformers builds attention
+                   masks then that eager steps skip, docs/pytorch.md)
   device_used      the most device memory in use (cudaMemGetInfo, sampled after each step)
                    minus what was in use before the model was built: the same meter for all
 Allocator calls in replayed steps: memplan: backend calls (map, unmap, ...) during the measured
@@ -43,7 +47,8 @@ The DiT's sparse steps call memplan.attention under every allocator: under cachi
 workspace comes from a memplan compiler made for it (persistent pool), in device_used too.
 Outputs: the DiT's latents after the last step, the other models' last output; "bitwise =
 caching" compares their SHA-256 with the caching allocator's (CUBLAS_WORKSPACE_CONFIG=:4096:8 and
-deterministic cuDNN in every run).
+deterministic cuDNN in every run); memplan-graphs compares with caching-graphs where that ran
+(a captured step may run other kernels than the eager one: bench/torch_graph_determinism.py).
 """
 
 import argparse
@@ -56,18 +61,20 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ALLOCATORS = ("caching", "async", "memplan", "memplan-graphs")
+ALLOCATORS = ("caching", "async", "memplan", "memplan-graphs", "caching-graphs")
+GRAPHS = ("memplan-graphs", "caching-graphs")
 
 # name: (quick settings, full settings); steps are measured after the warm-up steps. memplan-
-# graphs needs 4 warm-up steps: record, replay twice (capture_after=2), capture. `repeats` caps
+# graphs needs 5 warm-up steps: record, replay twice (capture_after=2), capture, and its retry
+# where the model allocates differently under capture (transformers). `repeats` caps
 # the repeats of a model whose runs are long (dit75k: ~10 GiB of weights made per process).
 MODELS = {
-    "dit8k": (dict(tokens=8192, blocks=8, steps=8, warmup=4),
-              dict(tokens=8192, blocks=30, steps=10, warmup=4)),
-    "dit75k": (None, dict(tokens=75600, blocks=30, steps=3, warmup=4, repeats=1)),
-    "llama": (dict(steps=8, warmup=4), dict(steps=10, warmup=4)),
-    "vit": (dict(steps=8, warmup=4), dict(steps=10, warmup=4)),
-    "resnet50": (dict(steps=8, warmup=4), dict(steps=10, warmup=4)),
+    "dit8k": (dict(tokens=8192, blocks=8, steps=8, warmup=5),
+              dict(tokens=8192, blocks=30, steps=10, warmup=5)),
+    "dit75k": (None, dict(tokens=75600, blocks=30, steps=3, warmup=5, repeats=1)),
+    "llama": (dict(steps=8, warmup=5), dict(steps=10, warmup=5)),
+    "vit": (dict(steps=8, warmup=5), dict(steps=10, warmup=5)),
+    "resnet50": (dict(steps=8, warmup=5), dict(steps=10, warmup=5)),
 }
 
 
@@ -120,6 +127,45 @@ def _torch_stat(call):
         return None
 
 
+class TorchGraphed:
+    """The caching-graphs row: PyTorch's CUDA graphs without memplan, with GraphedStep's policy
+    (a side stream; eager `capture_after` times; then one capture whose tensor arguments are
+    copied into static inputs; then replays returning the static outputs)."""
+
+    def __init__(self, fn, capture_after=2):
+        import torch
+
+        self.fn, self.capture_after, self.calls = fn, capture_after, 0
+        self.stream = torch.cuda.Stream()
+        self.graph = self.static_inputs = self.static_outputs = None
+        self.stats = {"graph_launches": 0, "capture_failures": 0}
+
+    def __call__(self, *args):
+        import torch
+
+        caller = torch.cuda.current_stream()
+        self.stream.wait_stream(caller)
+        try:
+            with torch.cuda.stream(self.stream):
+                if self.graph is None and self.calls >= self.capture_after:
+                    self.static_inputs = [a.clone() if isinstance(a, torch.Tensor) else a
+                                          for a in args]
+                    self.graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(self.graph, stream=self.stream):
+                        self.static_outputs = self.fn(*self.static_inputs)
+                if self.graph is None:
+                    return self.fn(*args)
+                for static, a in zip(self.static_inputs, args):
+                    if isinstance(a, torch.Tensor) and static.data_ptr() != a.data_ptr():
+                        static.copy_(a)
+                self.graph.replay()
+                self.stats["graph_launches"] += 1
+                return self.static_outputs
+        finally:
+            self.calls += 1
+            caller.wait_stream(self.stream)
+
+
 def worker(args):
     import torch
 
@@ -135,6 +181,8 @@ def worker(args):
     settings = MODELS[args.model][0 if args.quick else 1]
     name, fn, step_args, after, final = _workload(args.model, settings, args.quick)
     graphed = None
+    if args.allocator == "caching-graphs":
+        graphed = TorchGraphed(fn, capture_after=2)
     if memplan_mode:  # memplan: eager steps and graphs alike run on GraphedStep's side stream
         graphed = memplan.graphs.GraphedStep(name, fn, capture_after=2,
                                              enabled=args.allocator == "memplan-graphs")
@@ -169,7 +217,7 @@ def worker(args):
                     after_warmup = _torch_stat(torch.cuda.memory_stats) or {}
             a = step_args(i)
             start = time.perf_counter()
-            if memplan_mode:
+            if graphed is not None:
                 out = graphed(*a)
             else:
                 out = fn(*a)
@@ -216,7 +264,9 @@ def worker(args):
             "persistent_bytes": before,
             "lower_bound_bytes": None if None in (allocated, before) else allocated - before,
         })
-        if args.allocator == "caching" and "num_device_alloc" in stats:
+        if graphed is not None:
+            result["graphs"] = dict(graphed.stats)
+        if args.allocator.startswith("caching") and "num_device_alloc" in stats:
             result["allocator_calls_measured"] = (
                 stats["num_device_alloc"] - after_warmup.get("num_device_alloc", 0)
                 + stats["num_device_free"] - after_warmup.get("num_device_free", 0))
@@ -268,16 +318,19 @@ def _most(values):
 def summarise(runs):
     """One row per (model, allocator): medians over repeats, worst memory, output equality."""
     rows = []
-    reference = {}
+    reference = {}  # (model, allocator compared with) -> digests
     for r in runs:
-        if r.get("allocator") == "caching" and "output_sha256" in r:
-            reference.setdefault(r["model"], set()).add(r["output_sha256"])
+        if r.get("allocator") in ("caching", "caching-graphs") and "output_sha256" in r:
+            reference.setdefault((r["model"], r["allocator"]), set()).add(r["output_sha256"])
     for model in dict.fromkeys(r["model"] for r in runs):
         # Eager runs make one allocation sequence; a capture makes its own (PyTorch allocates
         # differently under torch.cuda.graph), so the graphs row also counts its own bound.
         eager_bound = _most(r.get("lower_bound_bytes") for r in runs
-                            if r["model"] == model and r["allocator"] != "memplan-graphs"
+                            if r["model"] == model and r["allocator"] not in GRAPHS
                             and "error" not in r)
+        graphs_bound = _most([eager_bound] + [
+            r.get("lower_bound_bytes") for r in runs
+            if r["model"] == model and r["allocator"] in GRAPHS and "error" not in r])
         for allocator in ALLOCATORS:
             mine = [r for r in runs if r["model"] == model and r["allocator"] == allocator]
             if not mine:
@@ -286,11 +339,11 @@ def summarise(runs):
             row = {"model": model, "allocator": allocator, "runs": len(mine),
                    "errors": [r["error"] for r in mine if "error" in r]}
             if ok:
-                bound = eager_bound
-                if allocator == "memplan-graphs":
-                    bound = _most([eager_bound] + [r["lower_bound_bytes"] for r in ok])
+                bound = graphs_bound if allocator in GRAPHS else eager_bound
                 step_peak = _most(r["step_peak_bytes"] for r in ok)
-                refs = reference.get(model, set())
+                compared = ("caching-graphs" if allocator == "memplan-graphs"
+                            and (model, "caching-graphs") in reference else "caching")
+                refs = reference.get((model, compared), set())
                 row.update({
                     "peak_total_bytes": _most(r["peak_total_bytes"] for r in ok),
                     "step_peak_bytes": step_peak,
@@ -309,6 +362,7 @@ def summarise(runs):
                     "allocator_calls_measured": (
                         None if any("allocator_calls_measured" not in r for r in ok)
                         else _most(r["allocator_calls_measured"] for r in ok)),
+                    "compared_with": compared,
                     "bitwise_equal_to_caching": (
                         None if not refs else
                         all(r["output_sha256"] in refs for r in ok) and len(refs) == 1),
@@ -333,6 +387,8 @@ def markdown(rows, header):
         breaks = "-" if r["breaks"] is None else f"{r['breaks']} ({r['branches']})"
         calls = r["allocator_calls_measured"]
         equal = r["bitwise_equal_to_caching"]
+        if equal is not None and r.get("compared_with", "caching") != "caching":
+            equal = f"{equal} (vs {r['compared_with']})"
         launches = str(r["graph_launches"]) + (
             f" ({r['capture_failures']} capture failed)" if r["capture_failures"] else "")
         lines.append(

@@ -13,7 +13,10 @@ non-tensor arguments). Under one key:
     arguments into static buffers (from the persistent pool, inside memplan.pause()) and runs the
     function once more inside the step and inside torch.cuda.graph. If that step replayed, every
     address the graph holds is one the plan hands out every step, so the graph is kept and
-    launched; if it broke, the graph is dropped and the call runs eagerly (a break);
+    launched; if it broke, the graph is dropped and the call runs eagerly (a break). A function
+    may allocate differently under capture (transformers builds attention masks then that eager
+    calls skip): the broken capture recorded that branch, so the next call captures again at
+    once; a second broken capture in a row goes back to counting eager replays;
   - graph: later calls copy their arguments into the static buffers and launch the graph; the
     function does not run, so memplan sees no step. The result is the same static output tensors
     every time (clone what you keep across calls, as with any CUDA graph).
@@ -28,6 +31,7 @@ The contract, as for the C++ layer: under one key the function's kernels must de
 tensors' contents, not on host values that change per call (pass a timestep as a tensor).
 """
 
+import contextlib
 import weakref
 
 from . import api
@@ -47,6 +51,7 @@ class _Entry:
     def __init__(self):
         self.stable = 0
         self.uncapturable = False  # a capture failed (the function synchronises, say): eager
+        self.broken_captures = 0  # in a row; the first is retried at the next call
         self.graph = None
         self.static_inputs = None
         self.static_outputs = None
@@ -158,9 +163,14 @@ class GraphedStep:
         try:
             # "relaxed": a break inside the capture maps memory (a driver call that global mode
             # forbids during capture); the step then did not replay and the graph is dropped.
-            with api.step(self.name, self.device) as s:
-                with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="relaxed"):
-                    outputs = self.fn(*static_inputs)
+            # The capture is entered in a pause: capture_begin allocates the CUDA generators'
+            # seed and offset (8 B each), which live with the graph, not the step, and would
+            # otherwise be two unknown allocations at the start of the step (a break).
+            with api.step(self.name, self.device) as s, contextlib.ExitStack() as capture:
+                with api.pause(self.device):
+                    capture.enter_context(torch.cuda.graph(graph, stream=self.stream,
+                                                           capture_error_mode="relaxed"))
+                outputs = self.fn(*static_inputs)
             self.last_result = s.result
         except Exception as e:
             self.stats["capture_failures"] += 1
@@ -169,9 +179,14 @@ class GraphedStep:
             return self._eager(entry, args)
         if not s.result["replayed"]:
             self.stats["breaks"] += s.result["break_reason"] is not None
-            entry.stable = 0
+            entry.broken_captures += 1
             del graph, outputs
-            return self._eager(entry, args)
+            out = self._eager(entry, args)
+            # The capture's branch is recorded now: retry once, if the eager run replayed.
+            retry = entry.broken_captures == 1 and entry.stable > 0
+            entry.stable = self.capture_after if retry else 0
+            return out
+        entry.broken_captures = 0
         entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
         entry.window_moves = api.stats(self.device)["window_moves"]
         self.stats["captures"] += 1

@@ -78,3 +78,21 @@ def test_the_graphs_row_counts_its_own_bound_when_capture_holds_more():
     assert rows["memplan"]["step_peak_over_lower_bound"] == 2.0
     assert rows["memplan-graphs"]["lower_bound_bytes"] == 3 * GiB
     assert rows["memplan-graphs"]["step_peak_over_lower_bound"] == 4 / 3
+
+
+def test_both_graphs_rows_share_the_capture_bound_and_memplan_graphs_matches_torch_graphs():
+    runs = [run("caching", 0, [5.0], 4 * GiB, GiB, GiB, "eager", allocator_calls_measured=0),
+            run("memplan-graphs", 0, [4.0], 4 * GiB, GiB, 2 * GiB, "graph", breaks=1,
+                branches=2, rogues=0, allocator_calls_measured=0, graphs={"graph_launches": 3}),
+            run("caching-graphs", 0, [4.0], 6 * GiB, GiB, 3 * GiB, "graph",
+                allocator_calls_measured=0, graphs={"graph_launches": 3})]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    assert rows["caching"]["lower_bound_bytes"] == GiB
+    assert rows["memplan-graphs"]["lower_bound_bytes"] == 3 * GiB  # caching-graphs' is larger
+    assert rows["caching-graphs"]["step_peak_over_lower_bound"] == 5 / 3
+    assert rows["memplan-graphs"]["compared_with"] == "caching-graphs"
+    assert rows["memplan-graphs"]["bitwise_equal_to_caching"] is True
+    assert rows["caching-graphs"]["bitwise_equal_to_caching"] is False  # against eager caching
+    line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
+                if x.startswith("| vit | memplan-graphs"))
+    assert line.endswith("| True (vs caching-graphs) |")

@@ -64,6 +64,7 @@ class FakeTorch:
 
         @contextlib.contextmanager
         def graph(g, stream=None, capture_error_mode="global"):
+            g.generator_state = Tensor(8, 0)  # as capture_begin registers the RNG's seed/offset
             fake.capturing = g
             try:
                 yield
@@ -180,3 +181,43 @@ def test_disabled_runs_every_call_eagerly(fake, device):
     for _ in range(5):
         g(x)
     assert g.stats["eager_steps"] == 5 and g.stats["captures"] == 0
+
+
+def test_a_capture_that_allocates_differently_is_retried_once_and_then_launched(fake, device):
+    fn = plus_one(fake)
+
+    def masks_under_capture(x):  # as transformers does: a mask built only while capturing
+        if fake.capturing is not None:
+            mask = fake.Tensor(8 * KiB, None)
+            del mask
+        return fn(x)
+
+    g = memplan.graphs.GraphedStep("masks", masks_under_capture, capture_after=2, device=device)
+    x = fake.Tensor(4 * KiB, 3)
+    paths = []
+    for _ in range(6):
+        out = g(x)
+        paths.append(g.last_path)
+    # call 4 captures, breaks (a new branch) and runs eagerly; call 5 captures that branch again
+    assert paths == ["eager", "eager", "eager", "eager", "captured", "graph"]
+    assert g.stats["breaks"] == 1 and g.stats["captures"] == 1 and out.value == 4
+
+
+def test_captures_that_keep_breaking_go_back_to_counting_eager_replays(fake, device):
+    fn = plus_one(fake)
+    sizes = iter(range(1, 100))
+
+    def new_size_every_capture(x):
+        if fake.capturing is not None:
+            scratch = fake.Tensor(next(sizes) * KiB, None)
+            del scratch
+        return fn(x)
+
+    g = memplan.graphs.GraphedStep("dynamic", new_size_every_capture, capture_after=2,
+                                   device=device)
+    x = fake.Tensor(4 * KiB, 3)
+    for _ in range(8):
+        assert g(x).value == 4
+    # captures at calls 4 and 5 break; 6 and 7 count eager replays again; 8 captures (breaks)
+    assert g.stats["captures"] == 0 and g.stats["breaks"] == 3
+    assert g.stats["eager_steps"] == 8
