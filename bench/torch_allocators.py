@@ -25,8 +25,10 @@ Memory columns (bytes):
                    its live memory before the last warm-up step (torch.cuda.empty_cache(),
                    memplan.trim()): caching/async: torch.cuda.max_memory_reserved(); memplan: the
                    largest mapped_bytes + pool_mapped_bytes sampled after each step
-  persistent       what was live before the loop (weights, inputs): memory_allocated(), or
-                   memplan's pool_live_bytes
+  persistent       what was live before the measured steps (weights, inputs, the output the
+                   loop keeps from the last warm-up step): memory_allocated(), or memplan's
+                   pool_live_bytes + arena_live_bytes between steps (a kept output may live in
+                   either)
   step_peak        peak_total - persistent: what the steps cost on top of the model
   lower_bound      per run: memplan: the planned branch's lower bound (max live bytes of the
                    step's planned buffers, Stats::lower_bound_bytes: a step's output that outlives
@@ -245,7 +247,8 @@ def worker(args):
         calls = {k: v - after_warmup["backend_calls"][k] for k, v in stats["backend_calls"].items()}
         result.update({
             "peak_total_bytes": total_peak,
-            "persistent_bytes": after_warmup["pool_live_bytes"],
+            "persistent_bytes": (after_warmup["pool_live_bytes"]
+                                 + after_warmup["arena_live_bytes"]),
             "lower_bound_bytes": stats["lower_bound_bytes"],
             "planned_peak_bytes": stats["planned_peak_bytes"],
             "breaks": stats["breaks"], "branches": stats["branches"], "rogues": stats["rogues"],
