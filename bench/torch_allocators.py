@@ -308,6 +308,17 @@ def run_one(model, allocator, quick, out_dir, repeat, timeout):
     return result
 
 
+def _earlier_run(model, allocator, repeat, out_dir):
+    """--resume: the record a run of an earlier invocation left in <out>/runs, if any."""
+    path = os.path.join(out_dir, "runs", f"{model}.{allocator}.{repeat}.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        result = json.load(f)
+    result.setdefault("process_seconds", 0.0)
+    return result
+
+
 def _gib(b):
     return "-" if b is None else f"{b / 2**30:.2f}"
 
@@ -418,7 +429,8 @@ def driver(args):
             if repeat >= MODELS[model][0 if args.quick else 1].get("repeats", repeats):
                 continue
             for allocator in order:
-                r = run_one(model, allocator, args.quick, args.out, repeat, args.timeout)
+                r = (_earlier_run(model, allocator, repeat, args.out) if args.resume else None) \
+                    or run_one(model, allocator, args.quick, args.out, repeat, args.timeout)
                 r["repeat"] = repeat
                 runs.append(r)
                 status = r.get("error", "").splitlines()[-1:] or [
@@ -451,6 +463,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=0, help="default: 1 quick, 2 full")
     parser.add_argument("--out", default=os.path.join(REPO, "build", "torch_allocators"))
     parser.add_argument("--timeout", type=int, default=300, help="seconds per run")
+    parser.add_argument("--resume", action="store_true",
+                        help="take the runs already recorded in <out>/runs instead of running "
+                             "them again (a table of several repeats made in several sittings)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--allocator", choices=ALLOCATORS, help=argparse.SUPPRESS)

@@ -96,3 +96,14 @@ def test_both_graphs_rows_share_the_capture_bound_and_memplan_graphs_matches_tor
     line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
                 if x.startswith("| vit | memplan-graphs"))
     assert line.endswith("| True (vs caching-graphs) |")
+
+
+def test_resume_takes_the_records_an_earlier_invocation_left(tmp_path):
+    import json
+
+    record = run("caching", 0, [5.0], 4 * GiB, GiB, GiB, "a")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "vit.caching.0.json").write_text(json.dumps(record))
+    assert bench._earlier_run("vit", "caching", 0, str(tmp_path))["step_ms"] == [5.0]
+    assert bench._earlier_run("vit", "caching", 1, str(tmp_path)) is None
+    assert bench._earlier_run("vit", "memplan", 0, str(tmp_path)) is None
