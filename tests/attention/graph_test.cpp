@@ -104,6 +104,11 @@ TEST(AttentionGraph, TmaKernelReplayEqualsEager) {
   topk_replay_equals_eager_on("tma");
 }
 
+TEST(AttentionGraph, TmaWsKernelReplayEqualsEager) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  topk_replay_equals_eager_on("tma-ws");
+}
+
 TEST(AttentionGraph, WgmmaKernelReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   topk_replay_equals_eager_on("wgmma");
