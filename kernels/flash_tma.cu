@@ -79,7 +79,7 @@ struct TmaConfig {
   static constexpr int kBarrierOffset = kVOffset + kTileBytes * STAGES;
   static constexpr int kBarriers = 1 + 4 * STAGES;
   static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers;
-  static_assert(KEYS == 64 || KEYS == 128, "key tiles of one or two 64-token blocks");
+  static_assert(KEYS == 64 || KEYS == 128 || KEYS == 192, "key tiles of 1-3 64-token blocks");
   static_assert(GROUPS == 1 || GROUPS == 2, "one group pipelines, two play ping-pong");
   static_assert(PRODUCER_REGS == 0 ||
                     (PRODUCER_REGS < kEntryRegisters && kConsumerRegisters > kEntryRegisters &&
@@ -335,11 +335,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 // Dense: two consumer warpgroups on neighbouring query blocks share 128-key tiles (1 CTA per SM,
 // 160 KB), in ping-pong. Sparse rows: one consumer warpgroup per CTA (rows differ), 64-key
 // tiles, pipelined, 2 CTAs per SM (112 KB). Dense, warp-specialised (`tma-ws`): the same tiles,
-// ping-pong and pipelined, the producer a warpgroup at 24 registers, the consumers at 240.
-// The configurations measured against these on the H200 and removed are listed in
-// docs/attention.md.
+// ping-pong and pipelined, the producer a warpgroup at 24 registers, the consumers at 240;
+// `tma-ws-192`: the same on 192-key tiles (224 KB; S and P of a tile take 144 registers). The
+// configurations measured against these on the H200 and removed are listed in docs/attention.md.
 using DenseTma = TmaConfig<2, 128, 2, 1, false, 0>;
 using DenseWarpSpecialised = TmaConfig<2, 128, 2, 1, true, 24>;
+using DenseWarpSpecialised192 = TmaConfig<2, 192, 2, 1, true, 24>;
 using SparseTma = TmaConfig<1, 64, 3, 2, true, 0>;
 static_assert(DenseWarpSpecialised::kConsumerRegisters == 240);
 
@@ -363,6 +364,8 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 void run_flash_tma(const FlashParams& params, TmaDense dense, cudaStream_t stream) {
   if (params.kv_count == nullptr && dense == TmaDense::WarpSpecialised) {
     launch<DenseWarpSpecialised>(params, stream);
+  } else if (params.kv_count == nullptr && dense == TmaDense::WarpSpecialised192) {
+    launch<DenseWarpSpecialised192>(params, stream);
   } else if (params.kv_count == nullptr) {
     launch<DenseTma>(params, stream);
   } else {

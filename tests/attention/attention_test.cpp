@@ -123,6 +123,18 @@ INSTANTIATE_TEST_SUITE_P(
                       FlashCase{{1, 1500, 2, 128}, "tma-ws"}),
     case_name);
 
+// The same on 192-key tiles: block counts 1, 3, 5, 8, 10, 15 and 24 end with a tile of 1, 3, 2,
+// 2, 1, 3 and 3 listed blocks (the rest of the last tile masked).
+INSTANTIATE_TEST_SUITE_P(TmaWs192, FlashForward,
+                         ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma-ws-192"},
+                                           FlashCase{{2, 300, 2, 128}, "tma-ws-192"},
+                                           FlashCase{{1, 129, 1, 128}, "tma-ws-192"},
+                                           FlashCase{{3, 450, 2, 128}, "tma-ws-192"},
+                                           FlashCase{{1, 640, 2, 128}, "tma-ws-192"},
+                                           FlashCase{{2, 960, 2, 128}, "tma-ws-192"},
+                                           FlashCase{{1, 1500, 2, 128}, "tma-ws-192"}),
+                         case_name);
+
 // The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
 // 128 shapes it was tested on as the default, and a one-block sequence.
 INSTANTIATE_TEST_SUITE_P(Wgmma, FlashForward,

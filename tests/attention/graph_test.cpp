@@ -109,6 +109,11 @@ TEST(AttentionGraph, TmaWsKernelReplayEqualsEager) {
   topk_replay_equals_eager_on("tma-ws");
 }
 
+TEST(AttentionGraph, TmaWs192KernelReplayEqualsEager) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  topk_replay_equals_eager_on("tma-ws-192");
+}
+
 TEST(AttentionGraph, WgmmaKernelReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   topk_replay_equals_eager_on("wgmma");

@@ -58,8 +58,8 @@ std::vector<double> pooled(const HashedShape& s, int b, int h) {
 }
 
 // On both Hopper kernels: TMA (the default; its tensor maps take 600,017 tokens as a 32-bit
-// coordinate; rows are 64-bit offsets in its list reads), by both names (`tma-ws` differs only
-// for dense launches, so these sparse rows run the same kernel), and wgmma.
+// coordinate; rows are 64-bit offsets in its list reads), by each name (`tma-ws` and `tma-ws-192`
+// differ only for dense launches, so these sparse rows run the same kernel), and wgmma.
 class LongSequence : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
@@ -184,8 +184,8 @@ std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info)
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("tma", "tma-ws", "wgmma"),
-                         kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence,
+                         ::testing::Values("tma", "tma-ws", "tma-ws-192", "wgmma"), kernel_name);
 
 }  // namespace
 }  // namespace memplan::attention::test
