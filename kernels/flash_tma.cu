@@ -2,12 +2,13 @@
 // kernel's arithmetic (flash_wgmma.cu), with the loads taken off the warpgroups that compute.
 //
 // A CTA holds GROUPS consumer warpgroups, each on its own 64-row query block (GROUPS > 1 only
-// for dense launches, where every row's key list is the same), and one producer warp. Lane 0 of
-// the producer loads Q, then for each key tile (KEYS / 64 listed 64-token blocks side by side:
-// any blocks of the row's list, each loaded on its own) K and V with bulk-tensor copies
-// (cp.async.bulk.tensor, 128B swizzle: the layout the wgmma descriptors read) into a ring of
-// STAGES stages. A list of odd length ends with a tile whose second slot holds its first block
-// again (finite values, fully masked): the bytes a stage expects never vary. How consumers
+// for dense launches, where every row's key list is the same), and a producer warp (or a
+// producer warpgroup that gives its registers to the consumers). The producer's first thread
+// loads Q, then for each key tile (KEYS / 64 listed 64-token blocks side by side: any blocks of
+// the row's list, each loaded on its own) K and V with bulk-tensor copies (cp.async.bulk.tensor,
+// 128B swizzle: the layout the wgmma descriptors read) into a ring of STAGES stages. A list
+// whose length is not a multiple of KEYS / 64 ends with a tile whose empty slots hold its first
+// block again (finite values, fully masked): the bytes a stage expects never vary. How consumers
 // overlap softmax with the products: see TmaConfig.
 //
 // Synchronisation: mbarriers in shared memory, no CTA barrier after set-up.
