@@ -2,12 +2,13 @@
 // kernel's arithmetic (flash_wgmma.cu), with the loads taken off the warpgroups that compute.
 //
 // A CTA holds GROUPS consumer warpgroups, each on its own 64-row query block (GROUPS > 1 only
-// for dense launches, where every row's key list is the same), and one producer warp. Lane 0 of
-// the producer loads Q, then for each key tile (KEYS / 64 listed 64-token blocks side by side:
-// any blocks of the row's list, each loaded on its own) K and V with bulk-tensor copies
-// (cp.async.bulk.tensor, 128B swizzle: the layout the wgmma descriptors read) into a ring of
-// STAGES stages. A list of odd length ends with a tile whose second slot holds its first block
-// again (finite values, fully masked): the bytes a stage expects never vary. How consumers
+// for dense launches, where every row's key list is the same), and a producer warp (or a
+// producer warpgroup that gives its registers to the consumers). The producer's first thread
+// loads Q, then for each key tile (KEYS / 64 listed 64-token blocks side by side: any blocks of
+// the row's list, each loaded on its own) K and V with bulk-tensor copies (cp.async.bulk.tensor,
+// 128B swizzle: the layout the wgmma descriptors read) into a ring of STAGES stages. A list
+// whose length is not a multiple of KEYS / 64 ends with a tile whose empty slots hold its first
+// block again (finite values, fully masked): the bytes a stage expects never vary. How consumers
 // overlap softmax with the products: see TmaConfig.
 //
 // Synchronisation: mbarriers in shared memory, no CTA barrier after set-up.
@@ -45,34 +46,46 @@ namespace memplan::attention::detail {
 
 namespace {
 
-// The overlap of softmax with the matrix products follows from the number of groups:
-//   one group (sparse rows): pipelined, S of tile t and P V of tile t - 1 go to the tensor cores
-//     together, so the softmax of tile t overlaps P V;
-//   two groups (dense): ping-pong, the groups take turns to issue their products, so one group's
-//     softmax runs while the other's products occupy the tensor cores. P V of tile t - 1 is
-//     waited for before S of tile t is issued: pipelining as well would keep P of one 128-key
-//     tile and S of the next alive at once, 186 registers, more than the 168 a thread of a
-//     9-warp CTA can have (pipelined and ping-pong on 64-key tiles measured slower, 512 against
-//     566 TFLOP/s: docs/attention.md).
-template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS>
+// The overlap of softmax with the matrix products:
+//   pipelined: S of tile t and P V of tile t - 1 go to the tensor cores together, so the softmax
+//     of tile t overlaps P V;
+//   ping-pong (two groups, dense): the groups take turns to issue their products, so one group's
+//     softmax runs while the other's products occupy the tensor cores.
+// Both at once on 128-key tiles keep P of one tile and S of the next alive together, about 186
+// registers a consumer thread, more than the 168 a thread of a CTA of 9 or 12 warps has at
+// entry. PRODUCER_REGS > 0 makes the producer a whole warpgroup that hands its registers to the
+// consumers (setmaxnreg): it keeps PRODUCER_REGS, each consumer thread gets kConsumerRegisters.
+// Otherwise the producer is one warp and every thread keeps what it had at entry.
+template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, bool PIPELINED, int PRODUCER_REGS>
 struct TmaConfig {
   static constexpr int kGroups = GROUPS;
   static constexpr int kKeys = KEYS;
   static constexpr int kBlocksPerTile = KEYS / 64;
   static constexpr int kStages = STAGES;
   static constexpr int kMinBlocks = MIN_BLOCKS;  // CTAs per SM the registers must allow
-  static constexpr bool kPipelined = GROUPS == 1;
+  static constexpr bool kPipelined = PIPELINED;
   static constexpr bool kPingPong = GROUPS == 2;
   static constexpr int kConsumers = 128 * GROUPS;
-  static constexpr int kThreads = kConsumers + 32;  // + the producer warp
+  static constexpr int kProducerRegisters = PRODUCER_REGS;
+  static constexpr int kProducerThreads = PRODUCER_REGS > 0 ? 128 : 32;
+  static constexpr int kThreads = kConsumers + kProducerThreads;
+  // Registers a thread has at entry: the register file (64K) shared by the CTAs, in steps of 8.
+  static constexpr int kEntryRegisters = 65536 / (kThreads * MIN_BLOCKS) / 8 * 8;
+  static constexpr int kConsumerRegisters =
+      PRODUCER_REGS > 0 ? (kEntryRegisters*(kThreads / 128) - PRODUCER_REGS) / GROUPS / 8 * 8
+                        : kEntryRegisters;
   static constexpr int kTileBytes = kv_tile_bytes<KEYS>();
   static constexpr int kKOffset = kWgQBytes * GROUPS;              // K stages
   static constexpr int kVOffset = kKOffset + kTileBytes * STAGES;  // V stages
   static constexpr int kBarrierOffset = kVOffset + kTileBytes * STAGES;
   static constexpr int kBarriers = 1 + 4 * STAGES;
   static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers;
-  static_assert(KEYS == 64 || KEYS == 128, "key tiles of one or two 64-token blocks");
+  static_assert(KEYS == 64 || KEYS == 128 || KEYS == 192, "key tiles of 1-3 64-token blocks");
   static_assert(GROUPS == 1 || GROUPS == 2, "one group pipelines, two play ping-pong");
+  static_assert(PRODUCER_REGS == 0 ||
+                    (PRODUCER_REGS < kEntryRegisters && kConsumerRegisters > kEntryRegisters &&
+                     kConsumerRegisters <= 256),
+                "a producer warpgroup gives registers to the consumers, at most 256 a thread");
 };
 
 // The two 64-column halves of head_dim of 64 tokens of one head: two boxes of 64 x 128 bytes.
@@ -131,10 +144,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   __syncthreads();  // the last CTA-wide barrier: from here on, only the mbarriers
 
   if (tid >= Cfg::kConsumers) {
-    // The producer warp: lane 0 issues every copy. With two groups every row is dense, so the
-    // first group's list is everyone's. Q of every group first (a group past the last query
+    // The producer: its first thread issues every copy. With two groups every row is dense, so
+    // the first group's list is everyone's. Q of every group first (a group past the last query
     // block loads rows past the end: zeros, never stored).
-    if (lane != 0) return;
+    if constexpr (Cfg::kProducerRegisters > 0) {
+      warpgroup_release_registers<Cfg::kProducerRegisters>();
+    }
+    if (tid != Cfg::kConsumers) return;
     const FlashRow<kWgD> fr(p, first_q_block, head, batch);
     const int tiles = (fr.count + kPerTile - 1) / kPerTile;
     mbar_arrive_expect_tx(q_full, kWgQBytes * Cfg::kGroups);
@@ -167,6 +183,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   // The consumers. The warpgroup index, broadcast from lane 0 so the compiler knows it is
   // warp-uniform.
+  if constexpr (Cfg::kProducerRegisters > 0) {
+    warpgroup_claim_registers<Cfg::kConsumerRegisters>();
+  }
   const int group = Cfg::kGroups == 1 ? 0 : __shfl_sync(0xffffffffu, tid / 128, 0);
   const int warp = (tid % 128) / 32;
   const int q_block = first_q_block + group;
@@ -213,21 +232,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if constexpr (Cfg::kPingPong) {
     if (group == 1 && tiles > 0) named_barrier_arrive<256>(1);
   }
-  auto wait_k = [&](int t) { mbar_wait(k_full(t % kStages), (t / kStages) & 1); };
-  auto wait_v = [&](int t) { mbar_wait(v_full(t % kStages), (t / kStages) & 1); };
+  // After setmaxnreg.inc a trap must be out of line (tma.cuh: trap_out_of_line).
+  constexpr bool kRaised = Cfg::kProducerRegisters > 0;
+  auto wait_k = [&](int t) { mbar_wait<kRaised>(k_full(t % kStages), (t / kStages) & 1); };
+  auto wait_v = [&](int t) { mbar_wait<kRaised>(v_full(t % kStages), (t / kStages) & 1); };
 
-  mbar_wait(q_full, 0);
+  mbar_wait<kRaised>(q_full, 0);
   std::uint32_t a[kKeys / 16][4];  // P of the previous tile
   if constexpr (Cfg::kPipelined) {
     // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
-    // while P V runs; step 0 has no P V, the last step (tiles) only P V.
+    // while P V runs; step 0 has no P V, the last step (tiles) only P V. With ping-pong, a
+    // group's turn covers the issue of both products.
     if (tiles > 0) {
       float s[kKeys / 2];
       int valid[kPerTile];
       valid_keys(0, valid);
       wait_k(0);
+      take_turn();
       wgmma_fence();
       issue_s<kKeys>(s, s_q, s_k(0));
+      pass_turn();
       wgmma_wait<0>();
       mbar_arrive(k_empty(0));
       softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
@@ -241,9 +265,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       valid_keys(t, valid);
       wait_k(t);
       wait_v(t - 1);
+      take_turn();
       wgmma_fence();
       issue_s<kKeys>(s, s_q, s_k(stage));
       issue_pv<kKeys>(o, a, s_v(prev));
+      pass_turn();
       wgmma_wait<1>();  // S of tile t: its K stage is free
       mbar_arrive(k_empty(stage));
       softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
@@ -255,8 +281,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     if (tiles > 0) {
       const int last = tiles - 1;
       wait_v(last);
+      take_turn();
       wgmma_fence();
       issue_pv<kKeys>(o, a, s_v(last % kStages));
+      last_pass();
       wgmma_wait<0>();
       mbar_arrive(v_empty(last % kStages));
     }
@@ -307,10 +335,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // Dense: two consumer warpgroups on neighbouring query blocks share 128-key tiles (1 CTA per SM,
 // 160 KB), in ping-pong. Sparse rows: one consumer warpgroup per CTA (rows differ), 64-key
-// tiles, pipelined, 2 CTAs per SM (112 KB). The configurations measured against these on the
-// H200 and removed are listed in docs/attention.md.
-using DenseTma = TmaConfig<2, 128, 2, 1>;
-using SparseTma = TmaConfig<1, 64, 3, 2>;
+// tiles, pipelined, 2 CTAs per SM (112 KB). Dense, warp-specialised (`tma-ws`): the same tiles,
+// ping-pong and pipelined, the producer a warpgroup at 24 registers, the consumers at 240;
+// `tma-ws-192`: the same on 192-key tiles (224 KB; S and P of a tile take 144 registers). The
+// configurations measured against these on the H200 and removed are listed in docs/attention.md.
+using DenseTma = TmaConfig<2, 128, 2, 1, false, 0>;
+using DenseWarpSpecialised = TmaConfig<2, 128, 2, 1, true, 24>;
+using DenseWarpSpecialised192 = TmaConfig<2, 192, 2, 1, true, 24>;
+using SparseTma = TmaConfig<1, 64, 3, 2, true, 0>;
+static_assert(DenseWarpSpecialised::kConsumerRegisters == 240);
 
 template <class Cfg>
 void launch(const FlashParams& params, cudaStream_t stream) {
@@ -329,8 +362,12 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-void run_flash_tma(const FlashParams& params, cudaStream_t stream) {
-  if (params.kv_count == nullptr) {
+void run_flash_tma(const FlashParams& params, TmaDense dense, cudaStream_t stream) {
+  if (params.kv_count == nullptr && dense == TmaDense::WarpSpecialised) {
+    launch<DenseWarpSpecialised>(params, stream);
+  } else if (params.kv_count == nullptr && dense == TmaDense::WarpSpecialised192) {
+    launch<DenseWarpSpecialised192>(params, stream);
+  } else if (params.kv_count == nullptr) {
     launch<DenseTma>(params, stream);
   } else {
     launch<SparseTma>(params, stream);

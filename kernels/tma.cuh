@@ -46,14 +46,29 @@ __device__ __forceinline__ std::uint64_t global_timer_ns() {
   return ns;
 }
 
+// A trap that ptxas sees only as a call. A trap inline in code that runs after
+// setmaxnreg.inc (more registers than at entry) makes ptxas 13.0 silently drop the raise for
+// the whole region: the consumers stay at the entry count and spill (no C7508 line; C7512,
+// "wgmma.mma_async instructions are serialized due to insufficient register resources",
+// instead). Reached only on a timeout, so the call costs nothing.
+__device__ __noinline__ inline void trap_out_of_line() { __trap(); }
+
 // Waits until the phase of parity `parity` of `bar` has completed. A wait that lasts 10 s is a
 // bug (a phase that can never complete): trap, so the launch fails instead of hanging the
 // device. The clock is read only once the first try fails, so a ready phase costs one try.
+// OUT_OF_LINE_TRAP: for waits in a warpgroup that raised its registers (see trap_out_of_line).
+template <bool OUT_OF_LINE_TRAP = false>
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   if (mbar_try_wait(bar, parity)) return;
   const std::uint64_t start = global_timer_ns();
   while (!mbar_try_wait(bar, parity)) {
-    if (global_timer_ns() - start > 10'000'000'000ull) __trap();
+    if (global_timer_ns() - start > 10'000'000'000ull) {
+      if constexpr (OUT_OF_LINE_TRAP) {
+        trap_out_of_line();
+      } else {
+        __trap();
+      }
+    }
   }
 }
 
@@ -78,6 +93,23 @@ __device__ __forceinline__ void named_barrier_sync(int id) {
 template <int Threads>
 __device__ __forceinline__ void named_barrier_arrive(int id) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(Threads) : "memory");
+}
+
+// Warpgroup register reallocation: every thread of a warpgroup executes the same one, which
+// hands registers back to the CTA's pool (dec) or waits until the pool has them (inc). N is a
+// multiple of 8 in [24, 256]. ptxas honours these only if it knows the count at entry: the
+// kernel needs __launch_bounds__ with both the thread count and a minimum of CTAs per SM, else
+// it drops them with "(C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to
+// determine register count at entry" (an info line, shown only with -Xptxas -v).
+template <int N>
+__device__ __forceinline__ void warpgroup_release_registers() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg takes a multiple of 8 in [24, 256]");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void warpgroup_claim_registers() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg takes a multiple of 8 in [24, 256]");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
 }  // namespace memplan::attention::detail

@@ -113,9 +113,11 @@ __device__ __forceinline__ void issue_s(float (&s)[KEYS / 2], std::uint32_t s_q,
     const std::uint64_t b = wgmma_desc(s_k + k_offset, 16, 1024);
     if constexpr (KEYS == 64) {
       wgmma_m64n64k16_ss(s, a, b, kk > 0 ? 1 : 0);
-    } else {
-      static_assert(KEYS == 128, "key tiles of 64 or 128 keys");
+    } else if constexpr (KEYS == 128) {
       wgmma_m64n128k16_ss(s, a, b, kk > 0 ? 1 : 0);
+    } else {
+      static_assert(KEYS == 192, "key tiles of 64, 128 or 192 keys");
+      wgmma_m64n192k16_ss(s, a, b, kk > 0 ? 1 : 0);
     }
   }
   wgmma_commit();

@@ -2,12 +2,14 @@
 // heads, 2.46 G elements a tensor, past 2^31): the sparse call runs, and on sampled rows (the
 // first and last tokens, block boundaries, the last batch and head, where offsets are largest)
 // its output matches an fp64 reference over the rows' own block lists, and the lists follow the
-// rule on scores the host computes from the same inputs. Inputs are made on the device from a
-// hash (hashed_inputs.hpp), so nothing of 15 GB crosses PCIe. Skips without a GPU or with less
+// rule on scores the host computes from the same inputs; the dense flash kernel of each TMA
+// set-up matches fp64 attention over every key on sampled rows. Inputs are made on the device from
+// a hash (hashed_inputs.hpp), so nothing of 15 GB crosses PCIe. Skips without a GPU or with less
 // than 40 GB free.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -56,28 +58,89 @@ std::vector<double> pooled(const HashedShape& s, int b, int h) {
   return out;
 }
 
+const HashedShape kQ{kTokens, kHeads, kDim, 11, 0.5f};
+const HashedShape kK{kTokens, kHeads, kDim, 23, 0.5f};
+const HashedShape kV{kTokens, kHeads, kDim, 37, 0.0f};
+
+// fp64 attention of one query row over the keys of `key_blocks`, from the hashed values.
+std::vector<float> reference_row(const SampledRow& r, const std::vector<int>& key_blocks) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kDim));
+  std::vector<double> qrow(kDim);
+  for (int d = 0; d < kDim; ++d) {
+    qrow[d] = from_bf16(hashed_bits(hashed_value(kQ, r.batch, r.token, r.head, d)));
+  }
+  std::vector<double> logits;
+  std::vector<std::int64_t> keys;
+  for (const int j : key_blocks) {
+    for (std::int64_t t = std::int64_t{j} * 64; t < std::min<std::int64_t>((j + 1) * 64, kTokens);
+         ++t) {
+      double dot = 0;
+      for (int d = 0; d < kDim; ++d) {
+        dot += qrow[d] * from_bf16(hashed_bits(hashed_value(kK, r.batch, t, r.head, d)));
+      }
+      logits.push_back(dot * scale);
+      keys.push_back(t);
+    }
+  }
+  const double top = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> want(kDim, 0.0);
+  double sum = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const double p = std::exp(logits[i] - top);
+    sum += p;
+    for (int d = 0; d < kDim; ++d) {
+      want[d] += p * from_bf16(hashed_bits(hashed_value(kV, r.batch, keys[i], r.head, d)));
+    }
+  }
+  std::vector<float> out(kDim);
+  for (int d = 0; d < kDim; ++d) out[d] = static_cast<float>(want[d] / sum);
+  return out;
+}
+
+AttentionShape long_shape() { return {kBatch, kTokens, kHeads, kDim}; }
+
+bool enough_free_memory() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  TEST_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes >= (std::size_t{40} << 30);
+}
+
+// Q, K and V of the long shape filled from the hashes on the device, the output poisoned.
+struct LongTensors {
+  static std::size_t bytes() { return static_cast<std::size_t>(long_shape().elements()) * 2; }
+  DeviceBuffer q{bytes()}, k{bytes()}, v{bytes()}, out{bytes()};
+  LongTensors() {
+    fill_hashed(q.get(), kBatch, kQ, nullptr);
+    fill_hashed(k.get(), kBatch, kK, nullptr);
+    fill_hashed(v.get(), kBatch, kV, nullptr);
+    out.poison();
+  }
+  [[nodiscard]] AttentionTensors tensors() const { return {q.get(), k.get(), v.get(), out.get()}; }
+};
+
+// The device's output row of `r`.
+std::vector<float> output_row(const DeviceBuffer& out, const SampledRow& r) {
+  std::vector<std::uint16_t> bits(kDim);
+  const std::int64_t at = ((std::int64_t{r.batch} * kTokens + r.token) * kHeads + r.head) * kDim;
+  TEST_CUDA(
+      cudaMemcpy(bits.data(), out.as<std::uint16_t>() + at, kDim * 2, cudaMemcpyDeviceToHost));
+  std::vector<float> got(kDim);
+  for (int d = 0; d < kDim; ++d) got[d] = from_bf16(bits[d]);
+  return got;
+}
+
 // On both Hopper kernels: TMA (the default; its tensor maps take 600,017 tokens as a 32-bit
-// coordinate; rows are 64-bit offsets in its list reads) and wgmma.
+// coordinate; rows are 64-bit offsets in its list reads), by each name (`tma-ws` and `tma-ws-192`
+// differ only for dense launches, so these sparse rows run the same kernel), and wgmma.
 class LongSequence : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   const ScopedKernel kernel(GetParam());
-  std::size_t free_bytes = 0, total_bytes = 0;
-  TEST_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (free_bytes < (std::size_t{40} << 30)) GTEST_SKIP() << "needs 40 GB of free device memory";
-
-  const AttentionShape shape{kBatch, kTokens, kHeads, kDim};
+  if (!enough_free_memory()) GTEST_SKIP() << "needs 40 GB of free device memory";
+  const AttentionShape shape = long_shape();
   ASSERT_GT(shape.elements(), std::int64_t{1} << 31);
-  const HashedShape qs{kTokens, kHeads, kDim, 11, 0.5f};
-  const HashedShape ks{kTokens, kHeads, kDim, 23, 0.5f};
-  const HashedShape vs{kTokens, kHeads, kDim, 37, 0.0f};
-  const std::size_t bytes = static_cast<std::size_t>(shape.elements()) * 2;
-  DeviceBuffer q(bytes), k(bytes), v(bytes), out(bytes);
-  fill_hashed(q.get(), kBatch, qs, nullptr);
-  fill_hashed(k.get(), kBatch, ks, nullptr);
-  fill_hashed(v.get(), kBatch, vs, nullptr);
-  out.poison();
+  const LongTensors t;
 
   AttentionPolicy policy;
   policy.mode = SparsityMode::TopK;
@@ -86,8 +149,8 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
   policy.window_end = 1;
   const WorkspaceLayout layout = workspace_layout(shape, policy);
   DeviceBuffer workspace(layout.bytes);
-  const SparsityMode ran = launch_attention(shape, {q.get(), k.get(), v.get(), out.get()}, policy,
-                                            0.5, workspace.get(), layout.bytes, nullptr);
+  const SparsityMode ran =
+      launch_attention(shape, t.tensors(), policy, 0.5, workspace.get(), layout.bytes, nullptr);
   ASSERT_EQ(ran, SparsityMode::TopK);
   TEST_CUDA(cudaDeviceSynchronize());
 
@@ -119,8 +182,8 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
 
     // The list follows the rule on the host's scores (with the checker's tolerance band).
     if (r.check_list) {
-      const std::vector<double> pq = pooled(qs, r.batch, r.head);
-      const std::vector<double> pk = pooled(ks, r.batch, r.head);
+      const std::vector<double> pq = pooled(kQ, r.batch, r.head);
+      const std::vector<double> pk = pooled(kK, r.batch, r.head);
       std::vector<double> scores(static_cast<std::size_t>(blocks));
       for (int j = 0; j < blocks; ++j) {
         double dot = 0;
@@ -136,51 +199,53 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
     }
 
     // The output row against fp64 attention over the listed blocks.
-    std::vector<double> qrow(kDim);
-    for (int d = 0; d < kDim; ++d) {
-      qrow[d] = from_bf16(hashed_bits(hashed_value(qs, r.batch, r.token, r.head, d)));
-    }
-    std::vector<double> logits;
-    std::vector<std::int64_t> keys;
-    for (const int j : idx) {
-      for (std::int64_t t = std::int64_t{j} * 64; t < std::min<std::int64_t>((j + 1) * 64, kTokens);
-           ++t) {
-        double dot = 0;
-        for (int d = 0; d < kDim; ++d) {
-          dot += qrow[d] * from_bf16(hashed_bits(hashed_value(ks, r.batch, t, r.head, d)));
-        }
-        logits.push_back(dot * scale);
-        keys.push_back(t);
-      }
-    }
-    const double top = *std::max_element(logits.begin(), logits.end());
-    std::vector<double> want(kDim, 0.0);
-    double sum = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const double p = std::exp(logits[i] - top);
-      sum += p;
-      for (int d = 0; d < kDim; ++d) {
-        want[d] += p * from_bf16(hashed_bits(hashed_value(vs, r.batch, keys[i], r.head, d)));
-      }
-    }
-    std::vector<std::uint16_t> got_bits(kDim);
-    const std::int64_t at = ((std::int64_t{r.batch} * kTokens + r.token) * kHeads + r.head) * kDim;
-    TEST_CUDA(cudaMemcpy(got_bits.data(), out.as<std::uint16_t>() + at, kDim * 2,
-                         cudaMemcpyDeviceToHost));
-    std::vector<float> got(kDim), want_f(kDim);
-    for (int d = 0; d < kDim; ++d) {
-      got[d] = from_bf16(got_bits[d]);
-      want_f[d] = static_cast<float>(want[d] / sum);
-    }
-    EXPECT_LT(relative_l2(got, want_f), kMaxRelativeL2);
+    EXPECT_LT(relative_l2(output_row(t.out, r), reference_row(r, idx)), kMaxRelativeL2);
+  }
+}
+
+// Dense at the same length (600,017 x 600,017 keys a head; seconds on the H200) on the TMA
+// kernel's dense set-ups, where the sparse test above runs none of them: four sampled rows
+// against fp64 attention over every key, computed once per process.
+class LongDense : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LongDense, DenseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  const ScopedKernel kernel(GetParam());
+  if (!enough_free_memory()) GTEST_SKIP() << "needs 40 GB of free device memory";
+  const AttentionShape shape = long_shape();
+  const LongTensors t;
+  launch_flash_forward(shape, t.tensors(), BlockList{}, nullptr, 0.0f, nullptr);
+  TEST_CUDA(cudaDeviceSynchronize());
+
+  std::vector<int> every_block(static_cast<std::size_t>(shape.blocks()));
+  for (std::size_t j = 0; j < every_block.size(); ++j) every_block[j] = static_cast<int>(j);
+  static const std::vector<SampledRow> rows{{0, 0, 0, false},
+                                            {0, 64 * 4'000 + 17, 5, false},
+                                            {1, 300'000, 7, false},
+                                            {1, kTokens - 1, kHeads - 1, false}};
+  static const std::vector<std::vector<float>> want = [&] {
+    std::vector<std::vector<float>> w;
+    for (const SampledRow& r : rows) w.push_back(reference_row(r, every_block));
+    return w;
+  }();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SampledRow& r = rows[i];
+    SCOPED_TRACE(::testing::Message()
+                 << "batch " << r.batch << " token " << r.token << " head " << r.head);
+    EXPECT_LT(relative_l2(output_row(t.out, r), want[i]), kMaxRelativeL2);
   }
 }
 
 std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info) {
-  return param_info.param;
+  std::string name = param_info.param;
+  std::replace(name.begin(), name.end(), '-', '_');  // test names allow no '-'
+  return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("tma", "wgmma"), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence,
+                         ::testing::Values("tma", "tma-ws", "tma-ws-192", "wgmma"), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma", "tma-ws", "tma-ws-192"),
+                         kernel_name);
 
 }  // namespace
 }  // namespace memplan::attention::test
