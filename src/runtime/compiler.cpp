@@ -253,6 +253,11 @@ void Compiler::release() {
     throw InvalidState(fmt::format("release: {} rogue(s) ({} B) still live in the arena",
                                    impl_->stats.live_rogues, impl_->stats.live_rogue_bytes));
   }
+  if (!impl_->carried.empty()) {
+    throw InvalidState(fmt::format(
+        "release: {} output(s) of finished steps ({} B) still live in the arena; free them first",
+        impl_->carried.size(), impl_->carried.bytes()));
+  }
   impl_->arena.raw().release();
   if (check_ != nullptr) check_->trim();
 }

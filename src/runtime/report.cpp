@@ -93,7 +93,10 @@ Stats Compiler::Impl::snapshot() const {
   const arena::PoolStats pool_stats = pool.stats();
   s.pool_mapped_bytes = pool_stats.mapped_bytes;
   s.pool_live_bytes = pool_stats.allocated_bytes;
-  s.arena_live_bytes = live_bytes.step_bytes() + stats.live_rogue_bytes;
+  s.arena_live_bytes =
+      live_bytes.step_bytes() + live_bytes.carried_bytes() + stats.live_rogue_bytes;
+  s.live_carried_outputs = carried.size();
+  s.live_carried_bytes = carried.bytes();
   s.arena_peak_live_bytes = live_bytes.arena_peak();
   s.pool_peak_live_bytes = live_bytes.pool_peak();
   s.peak_live_rogue_bytes = live_bytes.rogue_peak();
@@ -256,6 +259,13 @@ std::string Compiler::Impl::report() const {
       human(s.peak_live_bytes), human(s.arena_peak_live_bytes), human(s.pool_peak_live_bytes),
       human(s.peak_live_rogue_bytes), human(s.mapped_bytes + s.pool_mapped_bytes),
       human(s.peak_mapped_bytes));
+  if (s.period_two_outputs != 0) {
+    out += fmt::format(
+        "  outputs planned in the arena (period two): {} ({} fell back to the pool); {} ({}) of "
+        "finished steps live\n",
+        s.period_two_outputs, s.period_two_fallbacks, s.live_carried_outputs,
+        human(s.live_carried_bytes));
+  }
   if (s.memory_budget_bytes != 0) {
     out +=
         fmt::format("  budget: {}; headroom {} now, {} at the peak\n", human(s.memory_budget_bytes),
