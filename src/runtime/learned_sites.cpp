@@ -59,13 +59,7 @@ std::optional<LearnedSites::PeriodTwo> LearnedSites::period_two_candidate(
     const StepTree* tree) const {
   for (auto it = sites_.lower_bound({tree, 0}); it != sites_.end() && it->first.first == tree;
        ++it) {
-    const Entry& e = it->second;
-    if (e.pattern_steps == 0 || e.made != 1) continue;
-    const bool freed_in_step = e.frees >= 1 && e.live == 1;
-    const bool freed_next = e.frees == 0 && e.live == 2 && e.freed_between_steps >= 1;
-    if (!freed_in_step && !freed_next) continue;
-    const std::uint32_t hold = freed_in_step ? std::max(e.pattern_hold, e.hold) : tree::kToStepEnd;
-    return PeriodTwo{it->first.second, hold};
+    if (it->second.pattern_steps >= 1) return PeriodTwo{it->first.second, it->second.pattern_hold};
   }
   return std::nullopt;
 }

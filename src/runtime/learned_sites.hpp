@@ -12,12 +12,11 @@
 // measured anew.
 //
 // The same books show which site is a step's output that outlives its step by less than one step
-// (period_two_candidate, at the end of a step of its tree): at the step's begin_step exactly one
-// of its buffers was live, the one the step before made, and an older one had been freed since
-// the begin_step before; and the ending step made exactly one, with the one before freed in the
-// step or, as the habit measured, to be freed before the next. Where those frees came (inside the
-// step, at which event, or between steps) is how long the previous output must be held in the
-// next plans (period_two_planner.hpp).
+// (period_two_candidate, at a begin_step of its tree): exactly one of its buffers is live, the one
+// the last step made, and the one before it was freed since the last begin_step: it outlived its
+// own step and was gone before the next one's end. Where that free came (inside the step, at which
+// event, or between steps) is how long the previous output must be held in the next plans
+// (period_two_planner.hpp).
 #pragma once
 
 #include <cstdint>
@@ -51,9 +50,8 @@ class LearnedSites {
   void step_ended() noexcept;
   void step_begins(const StepTree* tree) noexcept;
 
-  // At the end of a step of `tree`: a site of it that has shown the period-two pattern at the
-  // step's begin and in the step, with the event until which its previous buffer lives in the
-  // next step (tree::kToStepEnd: past it).
+  // At a begin_step of `tree`: a site of it that shows the period-two pattern now, with the event
+  // until which its previous buffer lived into the last step (tree::kToStepEnd: past it).
   struct PeriodTwo {
     tree::NodeId node = tree::kNoNode;
     std::uint32_t hold_until = 0;

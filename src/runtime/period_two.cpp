@@ -31,9 +31,10 @@ std::uint8_t Compiler::Impl::settle_carried(StepTree& g) {
   return 0;
 }
 
-// At the end of a replayed step of `g` (its outputs are harvested, its pool room not yet
-// reserved): plans the site that showed the habit, and maps the arena for the plans now, so that
-// the next step makes no backend call.
+// At a begin_step of `g`, before it maps the arena: plans the site that shows the habit.
+// As early as the habit shows (one output that outlived its step by less than one), so that the
+// pool holds none of the outputs after the next trim: each output it serves keeps its chunks
+// mapped until then.
 void Compiler::Impl::plan_period_two_output(StepTree& g) {
   if (!options.period_two_outputs || g.period_two != tree::kNoNode || g.period_two_refused ||
       g.tree.branch_count() != 1 || rogues.in_window()) {
@@ -59,12 +60,6 @@ void Compiler::Impl::plan_period_two_output(StepTree& g) {
   if (static_cast<std::uint64_t>(branch.arena_bytes) > stats.planned_peak_bytes) {
     stats.planned_peak_bytes = static_cast<std::uint64_t>(branch.arena_bytes);
     stats.lower_bound_bytes = static_cast<std::uint64_t>(branch.lower_bound);
-  }
-  try {
-    arena.ensure_mapped(rogues.window(), g.tree.arena_bytes());
-  } catch (const Error& e) {
-    // The next begin_step maps it again and reports the failure there.
-    logger().error("step '{}': mapping the plans of its output failed: {}", g.name, e.what());
   }
   logger().info(
       "step '{}': its {} B output, kept until the next step's exists, is planned in the arena "

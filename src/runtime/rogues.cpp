@@ -49,8 +49,6 @@ std::uint64_t Compiler::Impl::harvest_rogues(bool learn_sites) {
   cursor.forget_live();
   live_bytes.step_ended();
   live_bytes.noted(stats.live_rogue_bytes, pool.allocated_bytes());
-  // Before the pool's room: a site planned in the arena from now on needs none.
-  if (learn_sites && cursor.replaying()) plan_period_two_output(cursor.step());
   reserve_learned_sites();
   return stats.rogues - rogues_before;
 }

@@ -32,6 +32,7 @@ void Compiler::Impl::begin_step(std::string_view name) {
   // becomes a rogue first (period_two.cpp).
   const std::uint8_t parity = settle_carried(g);
   learned_sites.step_begins(&g);
+  plan_period_two_output(g);
   // A no-op once mapped; maps back after release(). Throws before the step starts.
   arena.ensure_mapped(rogues.window(), g.tree.arena_bytes());
   pauses_in_step = 0;
