@@ -253,12 +253,12 @@ void Compiler::release() {
     throw InvalidState(fmt::format("release: {} rogue(s) ({} B) still live in the arena",
                                    impl_->stats.live_rogues, impl_->stats.live_rogue_bytes));
   }
-  if (!impl_->carried.empty()) {
-    throw InvalidState(fmt::format(
-        "release: {} output(s) of finished steps ({} B) still live in the arena; free them first",
-        impl_->carried.size(), impl_->carried.bytes()));
+  // An output of a finished step still live in the plans (period two) keeps its chunks.
+  std::vector<arena::ByteRange> carried;
+  for (const auto& [p, output] : impl_->carried.all()) {
+    carried.push_back(PlannedArena::range(impl_->rogues.window() + output.offset, output.size));
   }
-  impl_->arena.raw().release();
+  impl_->arena.raw().keep_only(carried);
   if (check_ != nullptr) check_->trim();
 }
 

@@ -80,6 +80,7 @@ void Compiler::Impl::carry_output(void* p, NodeId node) {
                                .parity = cursor.parity(),
                                .step = cursor.serial()});
   live_bytes.carried(n.key.size);
+  ++stats.carried_outputs;
 }
 
 bool Compiler::Impl::take_carried(void* p) {

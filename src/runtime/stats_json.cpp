@@ -51,6 +51,7 @@ std::string to_json(const Stats& s) {
   o.field("window_moves", s.window_moves);
   o.field("period_two_outputs", s.period_two_outputs);
   o.field("period_two_fallbacks", s.period_two_fallbacks);
+  o.field("carried_outputs", s.carried_outputs);
   o.field("live_carried_outputs", s.live_carried_outputs);
   o.field("live_carried_bytes", s.live_carried_bytes);
   o.field("planned_peak_bytes", s.planned_peak_bytes);

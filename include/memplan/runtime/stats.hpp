@@ -54,9 +54,11 @@ struct Stats {
   std::uint64_t window_moves = 0;           // plans moved to addresses clear of live rogues
   // Step outputs kept until the next step's exists, planned in the arena by period-two placement
   // (two plans of their branch that alternate; docs/compiler.md): sites planned so, sites that
-  // fell back to the pool (the caller broke the habit), and outputs of finished steps live now.
+  // fell back to the pool (the caller broke the habit), outputs left in the plans at a step's end
+  // (ever: a graph launched outside steps must not outlive a new one), and those live now.
   std::uint64_t period_two_outputs = 0;
   std::uint64_t period_two_fallbacks = 0;
+  std::uint64_t carried_outputs = 0;
   std::uint64_t live_carried_outputs = 0;
   std::uint64_t live_carried_bytes = 0;
 
