@@ -28,6 +28,7 @@ std::uint8_t Compiler::Impl::settle_carried(StepTree& g) {
       g.name, carried.size(), carried.size() == 1 ? "of another step name" : "the habit keeps one");
   drop_carried();
   place_window();
+  reserve_learned_sites();  // the site's pool room, so that this step's output makes no call
   return 0;
 }
 

@@ -137,11 +137,17 @@ std::string Compiler::Impl::describe_memory() const {
   for (const LiveBuffer& b : buffers) step_bytes += b.size;
   const std::size_t step_buffers = buffers.size();
   for (const auto& [p, r] : rogues.all()) buffers.push_back({r.size, r.tag, "rogue"});
+  for (const auto& [p, c] : carried.all()) {
+    buffers.push_back({c.size, c.tree->tree.node(c.node).key.tag, "output of an earlier step"});
+  }
   std::string text = fmt::format(
       "mapped: {} in the planned arena, {} in the pool; live: {} in {} buffer(s) of the step, "
-      "{} in {} rogue(s), {} allocated in the pool",
+      "{} in {} rogue(s), {}{} allocated in the pool",
       human(arena.raw().mapped_bytes()), human(pool.arena().mapped_bytes()),
       human_bytes(step_bytes), step_buffers, human(stats.live_rogue_bytes), stats.live_rogues,
+      carried.empty() ? std::string()
+                      : fmt::format("{} in {} output(s) of earlier steps, ", human(carried.bytes()),
+                                    carried.size()),
       human(pool.allocated_bytes()));
   if (buffers.empty()) return text;
   std::stable_sort(buffers.begin(), buffers.end(),

@@ -125,6 +125,8 @@ void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
 void Compiler::Impl::deallocate(void* p) {
   if (p == nullptr) return;
   if (cursor.running()) {
+    // The previous step's output (period two): settled before any walk of the path.
+    if (!carried.empty() && take_carried(p)) return;
     if (cursor.replaying()) {
       const tree::AllocationTree& g = tree();
       // The path's next event frees p: follow it. Only the first (oldest) child, as the fast
