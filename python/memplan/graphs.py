@@ -25,8 +25,11 @@ the caller's current stream first, and the current stream waits for it after); P
 per-stream state for it (the cuBLAS workspaces) is made at construction, in a memplan pause
 (memplan.torch.warm_up), not in a step and not during the capture. A key whose capture fails
 (the function synchronises with the host, say) stays eager.
-Graphs are dropped when the compiler's plans move (stats: window_moves) or memplan.release() runs
-(it unmaps the addresses they hold).
+Graphs are dropped when the compiler's plans move (stats: window_moves), when a step leaves an
+output in the plans that the graph does not know (stats: carried_outputs; a step output kept until
+the next one exists is planned in the arena with period two, docs/compiler.md, and a graph
+launched outside steps could overwrite it) or memplan.release() runs (it unmaps the addresses
+they hold).
 The contract, as for the C++ layer: under one key the function's kernels must depend only on the
 tensors' contents, not on host values that change per call (pass a timestep as a tensor).
 """
@@ -55,7 +58,7 @@ class _Entry:
         self.graph = None
         self.static_inputs = None
         self.static_outputs = None
-        self.window_moves = 0
+        self.plans_epoch = None  # (window_moves, carried_outputs) when captured
 
 
 class GraphedStep:
@@ -121,8 +124,12 @@ class GraphedStep:
             caller.wait_stream(self.stream)
         return out
 
+    def _plans_epoch(self):
+        stats = api.stats(self.device)
+        return stats["window_moves"], stats["carried_outputs"]
+
     def _moved(self, entry):
-        if api.stats(self.device)["window_moves"] == entry.window_moves:
+        if self._plans_epoch() == entry.plans_epoch:
             return False
         entry.graph = entry.static_inputs = entry.static_outputs = None
         entry.stable = 0
@@ -188,7 +195,7 @@ class GraphedStep:
             return out
         entry.broken_captures = 0
         entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
-        entry.window_moves = api.stats(self.device)["window_moves"]
+        entry.plans_epoch = self._plans_epoch()
         self.stats["captures"] += 1
         out = self._launch(entry, args)
         self.last_path = "captured"

@@ -48,15 +48,15 @@ StepPath StepRunner::run(std::string_view step_name, std::string_view key, const
   }
 
   auto it = entries_.find(key);
-  if (it == entries_.end()) it = entries_.emplace(std::string(key), Entry{}).first;
-  Entry& entry = it->second;
+  if (it == entries_.end()) it = entries_.emplace(std::string(key), std::array<Entry, 2>{}).first;
 
   auto step = compiler_.step(step_name);
   body(context);  // if it throws, nothing of this step was launched; the guard aborts it
   // The launches are decided before the step ends: they must be queued before end_step may trim
   // what a recording touched or move the plans. So "replayed" is the step so far: every pointer
-  // came from a plan (no break, nothing recorded).
+  // came from a plan (no break, nothing recorded), the plan of the step's parity.
   const std::optional<StepResult> so_far = compiler_.step_so_far();
+  Entry& entry = it->second[so_far->parity];
   const bool replayed = !so_far->break_reason && so_far->recorded_allocations == 0;
   const StepPath path =
       finish(entry, replayed, context.take_fingerprint(), context.take_deferred());
@@ -107,14 +107,16 @@ void StepRunner::run_all(const std::vector<Launch>& launches) {
 }
 
 void StepRunner::invalidate_all() {
-  for (auto& [key, entry] : entries_) {
-    if (entry.graph != nullptr) {
-      entry.graph.reset();
-      ++stats_.invalidations;
-      --stats_.live_graphs;
+  for (auto& [key, by_parity] : entries_) {
+    for (Entry& entry : by_parity) {
+      if (entry.graph != nullptr) {
+        entry.graph.reset();
+        ++stats_.invalidations;
+        --stats_.live_graphs;
+      }
+      entry.stable = 0;
+      entry.fingerprint.clear();
     }
-    entry.stable = 0;
-    entry.fingerprint.clear();
   }
 }
 

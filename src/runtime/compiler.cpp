@@ -253,7 +253,12 @@ void Compiler::release() {
     throw InvalidState(fmt::format("release: {} rogue(s) ({} B) still live in the arena",
                                    impl_->stats.live_rogues, impl_->stats.live_rogue_bytes));
   }
-  impl_->arena.raw().release();
+  // An output of a finished step still live in the plans (period two) keeps its chunks.
+  std::vector<arena::ByteRange> carried;
+  for (const auto& [p, output] : impl_->carried.all()) {
+    carried.push_back(PlannedArena::range(impl_->rogues.window() + output.offset, output.size));
+  }
+  impl_->arena.raw().keep_only(carried);
   if (check_ != nullptr) check_->trim();
 }
 

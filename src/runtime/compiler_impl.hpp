@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "carried_outputs.hpp"
 #include "compiler_lock.hpp"
 #include "learned_sites.hpp"
 #include "live_bytes.hpp"
@@ -49,12 +50,12 @@ struct Compiler::Impl {
     if (c == tree::kNoNode) [[unlikely]]
       return nullptr;
     const tree::Node& n = cursor.tree().node(c);
-    if (n.kind != tree::EventKind::Alloc || n.persistent || n.key.size != to_bytes(bytes) ||
-        n.key.alignment != default_alignment ||
+    if (n.kind != tree::EventKind::Alloc || n.persistent || n.depth >= carried_guard ||
+        n.key.size != to_bytes(bytes) || n.key.alignment != default_alignment ||
         ((n.key.tag | tag.size()) != 0 && n.key.tag != hash_of_tag(tag))) [[unlikely]] {
       return nullptr;
     }
-    void* p = planned_address(n.offset);
+    void* p = planned_address(offset_of(n));
     cursor.replayed_alloc(c, p);
     ++stats.replayed_allocations;
     live_bytes.step_allocated(n.key.size, stats.live_rogue_bytes, pool.allocated_bytes());
@@ -109,6 +110,17 @@ struct Compiler::Impl {
   [[nodiscard]] std::optional<std::pair<Bytes, Bytes>> live_range_containing(Bytes offset) const;
   [[nodiscard]] Bytes plans_bytes() const;
 
+  // period_two.cpp: outputs that outlive their step by less than one step (carried_outputs.hpp)
+  std::uint8_t settle_carried(StepTree& g);
+  void plan_period_two_output(StepTree& g);
+  void carry_output(void* p, NodeId node);
+  bool take_carried(void* p);
+  void drop_carried();
+  void fall_back_from_period_two(StepTree& g, std::string_view why);
+  [[nodiscard]] bool clear_of_carried(const tree::Node& n) const noexcept {
+    return n.depth < carried_guard || carried.clear(offset_of(n), n.key.size);
+  }
+
   // report.cpp
   [[nodiscard]] std::string describe_expected() const;
   [[nodiscard]] std::string describe_key(const tree::AllocKey& key) const;
@@ -125,6 +137,10 @@ struct Compiler::Impl {
                                                const OutOfMemory& cause) const;
   [[noreturn]] void throw_out_of_memory(std::string_view request, const OutOfMemory& cause) const;
 
+  // The offset of a planned node in the running step's plan (its parity's).
+  [[nodiscard]] Bytes offset_of(const tree::Node& n) const noexcept {
+    return n.offset_at(cursor.parity());
+  }
   // Where planned offset `offset` is: plans are laid out from the window on.
   [[nodiscard]] void* planned_address(Bytes offset) const noexcept {
     return arena.address(rogues.window() + offset);
@@ -162,6 +178,11 @@ struct Compiler::Impl {
   // Every learned site, and how many of its buffers outlive their steps (for the pool's room).
   LearnedSites learned_sites;
   bool pool_room_stale = false;  // a site was learned or leaked: map room at step end
+  // Period-two outputs of finished steps still live in the window, and the event depth from
+  // which the running step's plan no longer holds the one it carries over (past it, allocations
+  // leave the fast path and check their range: clear_of_carried).
+  CarriedOutputs carried;
+  std::uint32_t carried_guard = tree::kToStepEnd;
 
   Stats stats;
   LiveBytes live_bytes;

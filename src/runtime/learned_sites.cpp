@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "memplan/tree/branch_planner.hpp"
+
 namespace memplan {
 
 void LearnedSites::forget(Site site) {
@@ -16,15 +18,21 @@ void LearnedSites::outlives(void* p, Site site, bool in_arena) {
   if (it == sites_.end()) return;
   if (!buffers_.try_emplace(p, Buffer{site, in_arena}).second) return;
   ++it->second.live;
+  ++it->second.made;
   if (in_arena) ++it->second.in_arena;
 }
 
-void LearnedSites::freed(void* p) {
+void LearnedSites::freed(void* p, const StepTree* running, std::uint32_t depth) {
   const auto b = buffers_.find(p);
   if (b == buffers_.end()) return;
   if (const auto it = sites_.find(b->second.site); it != sites_.end()) {
-    --it->second.live;
-    if (b->second.in_arena) --it->second.in_arena;
+    Entry& e = it->second;
+    --e.live;
+    if (b->second.in_arena) --e.in_arena;
+    ++e.frees;
+    // Inside a step of its tree: held through event `depth`; anywhere else, through a whole step.
+    const std::uint32_t hold = running == it->first.first ? depth + 1 : tree::kToStepEnd;
+    e.hold = std::max(e.hold, hold);
   }
   buffers_.erase(b);
 }
@@ -33,12 +41,27 @@ void LearnedSites::step_ended() noexcept {
   for (auto& [site, e] : sites_) e.live_at_end = e.live;
 }
 
-void LearnedSites::step_begins() noexcept {
+void LearnedSites::step_begins(const StepTree* tree) noexcept {
   for (auto& [site, e] : sites_) {
     // Buffers made since the last end (outside steps) never count here: live only grows by steps.
     e.freed_between_steps = e.live_at_end > e.live ? e.live_at_end - e.live : 0;
     e.measured = true;
+    if (site.first != tree) continue;
+    // The pattern: the one buffer live is the last step's, and an older one was freed since.
+    const bool pattern = e.live == 1 && e.made == 1 && e.frees >= 1;
+    e.pattern_hold = pattern ? std::max(e.pattern_steps > 0 ? e.pattern_hold : 0u, e.hold) : 0;
+    e.pattern_steps = pattern ? e.pattern_steps + 1 : 0;
+    e.made = e.frees = e.hold = 0;
   }
+}
+
+std::optional<LearnedSites::PeriodTwo> LearnedSites::period_two_candidate(
+    const StepTree* tree) const {
+  for (auto it = sites_.lower_bound({tree, 0}); it != sites_.end() && it->first.first == tree;
+       ++it) {
+    if (it->second.pattern_steps >= 1) return PeriodTwo{it->first.second, it->second.pattern_hold};
+  }
+  return std::nullopt;
 }
 
 // Rooms the next allocation at the site needs: the pool buffers expected live then, plus one,

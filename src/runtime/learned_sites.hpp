@@ -10,10 +10,18 @@
 // step's end minus live at the next begin_step) and expected again. A caller that starts keeping
 // more than it did pays once: the next step's allocation there grows the pool, and the habit is
 // measured anew.
+//
+// The same books show which site is a step's output that outlives its step by less than one step
+// (period_two_candidate, at a begin_step of its tree): exactly one of its buffers is live, the one
+// the last step made, and the one before it was freed since the last begin_step: it outlived its
+// own step and was gone before the next one's end. Where that free came (inside the step, at which
+// event, or between steps) is how long the previous output must be held in the next plans
+// (period_two_planner.hpp).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -35,11 +43,20 @@ class LearnedSites {
   // A buffer of a learned site is live past its step's end: in the pool, or in the arena (the
   // rogue that taught the site).
   void outlives(void* p, Site site, bool in_arena);
-  // Every free of a buffer that outlived its step comes here (others are ignored).
-  void freed(void* p);
+  // Every free of a buffer that outlived its step comes here (others are ignored): inside a step
+  // of `running` after its event `depth`, or between steps (running == nullptr).
+  void freed(void* p, const StepTree* running = nullptr, std::uint32_t depth = 0);
 
   void step_ended() noexcept;
-  void step_begins() noexcept;
+  void step_begins(const StepTree* tree) noexcept;
+
+  // At a begin_step of `tree`: a site of it that shows the period-two pattern now, with the event
+  // until which its previous buffer lived into the last step (tree::kToStepEnd: past it).
+  struct PeriodTwo {
+    tree::NodeId node = tree::kNoNode;
+    std::uint32_t hold_until = 0;
+  };
+  [[nodiscard]] std::optional<PeriodTwo> period_two_candidate(const StepTree* tree) const;
 
   // Calls room(key, count) for each site that needs `count` more free pool blocks of its size
   // than the pool's live buffers of the site and the frees expected before the next step leave.
@@ -58,6 +75,13 @@ class LearnedSites {
     std::uint32_t live_at_end = 0;
     std::uint32_t freed_between_steps = 0;  // measured at the last begin_step
     bool measured = false;
+    // Since the last begin_step of the site's tree: its buffers that outlived a step, the frees
+    // of such buffers and how long the latest of them lived into a step of the tree.
+    std::uint32_t made = 0;
+    std::uint32_t frees = 0;
+    std::uint32_t hold = 0;
+    std::uint32_t pattern_steps = 0;  // begin_steps in a row that saw the period-two pattern
+    std::uint32_t pattern_hold = 0;   // the longest hold over them
   };
   struct Buffer {
     Site site;

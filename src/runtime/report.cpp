@@ -93,7 +93,10 @@ Stats Compiler::Impl::snapshot() const {
   const arena::PoolStats pool_stats = pool.stats();
   s.pool_mapped_bytes = pool_stats.mapped_bytes;
   s.pool_live_bytes = pool_stats.allocated_bytes;
-  s.arena_live_bytes = live_bytes.step_bytes() + stats.live_rogue_bytes;
+  s.arena_live_bytes =
+      live_bytes.step_bytes() + live_bytes.carried_bytes() + stats.live_rogue_bytes;
+  s.live_carried_outputs = carried.size();
+  s.live_carried_bytes = carried.bytes();
   s.arena_peak_live_bytes = live_bytes.arena_peak();
   s.pool_peak_live_bytes = live_bytes.pool_peak();
   s.peak_live_rogue_bytes = live_bytes.rogue_peak();
@@ -134,11 +137,17 @@ std::string Compiler::Impl::describe_memory() const {
   for (const LiveBuffer& b : buffers) step_bytes += b.size;
   const std::size_t step_buffers = buffers.size();
   for (const auto& [p, r] : rogues.all()) buffers.push_back({r.size, r.tag, "rogue"});
+  for (const auto& [p, c] : carried.all()) {
+    buffers.push_back({c.size, c.tree->tree.node(c.node).key.tag, "output of an earlier step"});
+  }
   std::string text = fmt::format(
       "mapped: {} in the planned arena, {} in the pool; live: {} in {} buffer(s) of the step, "
-      "{} in {} rogue(s), {} allocated in the pool",
+      "{} in {} rogue(s), {}{} allocated in the pool",
       human(arena.raw().mapped_bytes()), human(pool.arena().mapped_bytes()),
       human_bytes(step_bytes), step_buffers, human(stats.live_rogue_bytes), stats.live_rogues,
+      carried.empty() ? std::string()
+                      : fmt::format("{} in {} output(s) of earlier steps, ", human(carried.bytes()),
+                                    carried.size()),
       human(pool.allocated_bytes()));
   if (buffers.empty()) return text;
   std::stable_sort(buffers.begin(), buffers.end(),
@@ -256,6 +265,13 @@ std::string Compiler::Impl::report() const {
       human(s.peak_live_bytes), human(s.arena_peak_live_bytes), human(s.pool_peak_live_bytes),
       human(s.peak_live_rogue_bytes), human(s.mapped_bytes + s.pool_mapped_bytes),
       human(s.peak_mapped_bytes));
+  if (s.period_two_outputs != 0) {
+    out += fmt::format(
+        "  outputs planned in the arena (period two): {} ({} fell back to the pool); {} ({}) of "
+        "finished steps live\n",
+        s.period_two_outputs, s.period_two_fallbacks, s.live_carried_outputs,
+        human(s.live_carried_bytes));
+  }
   if (s.memory_budget_bytes != 0) {
     out +=
         fmt::format("  budget: {}; headroom {} now, {} at the peak\n", human(s.memory_budget_bytes),

@@ -21,7 +21,11 @@ std::uint64_t Compiler::Impl::harvest_rogues(bool learn_sites) {
     for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
       const tree::Node& node = g.node(n);
       if (node.kind != tree::EventKind::Alloc || live[n] == nullptr) continue;
-      if (!node.persistent) make_rogue(live[n], node.offset, node.key.size, n, learn_sites);
+      if (node.period_two && learn_sites) {
+        carry_output(live[n], n);  // the next step's plan holds its range
+      } else if (!node.persistent) {
+        make_rogue(live[n], offset_of(node), node.key.size, n, learn_sites);
+      }
       live[n] = nullptr;
     }
   } else {
@@ -64,6 +68,9 @@ void Compiler::Impl::place_window() noexcept {
 }
 
 void Compiler::Impl::move_window() {
+  // Plans move or are made around rogues: outputs carried over become rogues first (their plans'
+  // offsets are relative to the window).
+  drop_carried();
   const Bytes need = plans_bytes();
   // The window stays: mapped for this step's plans (the other steps' map at their begin_step);
   // `held_inside` when a rogue lies in it, which replay then checks for.
@@ -184,15 +191,19 @@ void Compiler::Impl::make_rogue(void* p, Bytes offset, Bytes size, NodeId node, 
 }
 
 void Compiler::Impl::free_outside_step(void* p) {
+  if (take_carried(p)) return;
+  // A learned site's buffer freed inside a step of its tree: how long it lived into that step.
+  const StepTree* running = cursor.running() ? &cursor.step() : nullptr;
+  const std::uint32_t depth = running != nullptr ? tree().node(cursor.at()).depth : 0;
   if (const std::optional<Rogue> rogue = rogues.take(p)) {
     --stats.live_rogues;
     stats.live_rogue_bytes -= static_cast<std::uint64_t>(rogue->size);
-    learned_sites.freed(p);
+    learned_sites.freed(p, running, depth);
     return;
   }
   if (pool.owns(p)) {
     pool.deallocate(p);  // throws DoubleFree or ForeignPointer, changing nothing
-    learned_sites.freed(p);
+    learned_sites.freed(p, running, depth);
     return;
   }
   if (arena.raw().contains(p)) {
@@ -223,8 +234,11 @@ std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Byt
   for (const auto& [p, r] : rogues.all()) {
     if (inside(r.offset, r.size)) return std::pair{r.offset, r.size};
   }
-  if (!cursor.running()) return std::nullopt;
   const Bytes window = rogues.window();
+  for (const auto& [p, c] : carried.all()) {
+    if (inside(window + c.offset, c.size)) return std::pair{window + c.offset, c.size};
+  }
+  if (!cursor.running()) return std::nullopt;
   for (const auto& [p, instance] : recording.live()) {
     if (inside(window + instance.offset, instance.size)) {
       return std::pair{window + instance.offset, instance.size};
@@ -235,8 +249,8 @@ std::optional<std::pair<Bytes, Bytes>> Compiler::Impl::live_range_containing(Byt
   for (NodeId n = cursor.at(); n != tree::AllocationTree::root(); n = g.node(n).parent) {
     const tree::Node& node = g.node(n);
     if (node.kind == tree::EventKind::Alloc && !node.persistent && cursor.live(n) != nullptr &&
-        inside(window + node.offset, node.key.size)) {
-      return std::pair{window + node.offset, node.key.size};
+        inside(window + offset_of(node), node.key.size)) {
+      return std::pair{window + offset_of(node), node.key.size};
     }
   }
   return std::nullopt;

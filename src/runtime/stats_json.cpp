@@ -49,6 +49,11 @@ std::string to_json(const Stats& s) {
   o.field("learned_rogue_sites", s.learned_rogue_sites);
   o.field("forgotten_rogue_sites", s.forgotten_rogue_sites);
   o.field("window_moves", s.window_moves);
+  o.field("period_two_outputs", s.period_two_outputs);
+  o.field("period_two_fallbacks", s.period_two_fallbacks);
+  o.field("carried_outputs", s.carried_outputs);
+  o.field("live_carried_outputs", s.live_carried_outputs);
+  o.field("live_carried_bytes", s.live_carried_bytes);
   o.field("planned_peak_bytes", s.planned_peak_bytes);
   o.field("lower_bound_bytes", s.lower_bound_bytes);
   o.field("mapped_bytes", s.mapped_bytes);

@@ -22,7 +22,9 @@ bool StepCursor::clear_of_late(const tree::Node& n, std::span<const NodeId> pass
   const tree::AllocationTree& g = tree();
   const auto clear = [&](NodeId buffer) {
     const tree::Node& b = g.node(buffer);
-    return b.persistent || b.offset + b.key.size <= n.offset || n.offset + n.key.size <= b.offset;
+    const Bytes at = n.offset_at(parity_);
+    const Bytes b_at = b.offset_at(parity_);
+    return b.persistent || b_at + b.key.size <= at || at + n.key.size <= b_at;
   };
   return std::all_of(late_.begin(), late_.end(), clear) &&
          std::all_of(passed_late.begin(), passed_late.end(), clear);
@@ -92,7 +94,8 @@ StepResult StepCursor::result() const noexcept {
                     .step = serial_,
                     .events = events_,
                     .recorded_allocations = recorded_,
-                    .break_reason = break_reason_};
+                    .break_reason = break_reason_,
+                    .parity = parity_};
 }
 
 }  // namespace memplan

@@ -29,6 +29,12 @@ struct StepTree {
   tree::AllocationTree tree;
   std::vector<void*> live{nullptr};
   std::uint64_t steps = 0;
+  // The period-two output of the tree's only branch (kNoNode: none), and the event until which
+  // its plans hold the previous output (period_two_planner.hpp). Refused: it fell back to the
+  // pool once (the caller broke the habit), and is never planned so again.
+  NodeId period_two = tree::kNoNode;
+  std::uint32_t period_two_hold = 0;
+  bool period_two_refused = false;
 };
 
 // How the running step is served.
@@ -40,9 +46,11 @@ enum class StepMode : std::uint8_t {
 
 class StepCursor {
  public:
-  // Starts step `serial()` of `step` on the calling thread, at the root.
-  void start(StepTree& step, StepMode mode) noexcept {
+  // Starts step `serial()` of `step` on the calling thread, at the root, served by the plans of
+  // `parity` (1 only for a tree with a period-two output: the other plan of its branch).
+  void start(StepTree& step, StepMode mode, std::uint8_t parity = 0) noexcept {
     step_ = &step;
+    parity_ = parity;
     thread_ = std::this_thread::get_id();
     mode_ = mode;
     at_ = tree::AllocationTree::root();
@@ -65,6 +73,7 @@ class StepCursor {
   [[nodiscard]] StepTree& step() const noexcept { return *step_; }
   [[nodiscard]] tree::AllocationTree& tree() const noexcept { return step_->tree; }
   [[nodiscard]] StepMode mode() const noexcept { return mode_; }
+  [[nodiscard]] std::uint8_t parity() const noexcept { return parity_; }
   [[nodiscard]] bool replaying() const noexcept { return mode_ == StepMode::Replay; }
   // Only the step's own thread makes its events; other threads are served by the pool.
   [[nodiscard]] bool on_step_thread() const noexcept {
@@ -128,6 +137,7 @@ class StepCursor {
   StepTree* step_ = nullptr;
   std::thread::id thread_;
   StepMode mode_ = StepMode::Replay;
+  std::uint8_t parity_ = 0;
   NodeId at_ = tree::AllocationTree::root();
   std::uint64_t serial_ = 0;
   std::uint64_t events_ = 0;

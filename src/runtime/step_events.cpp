@@ -28,15 +28,20 @@ void Compiler::Impl::begin_step(std::string_view name) {
     it = trees.emplace(g->name, std::move(g)).first;
   }
   StepTree& g = *it->second;
+  // The previous output of a period-two site decides the parity; anything else carried over
+  // becomes a rogue first (period_two.cpp).
+  const std::uint8_t parity = settle_carried(g);
+  learned_sites.step_begins(&g);
+  plan_period_two_output(g);
   // A no-op once mapped; maps back after release(). Throws before the step starts.
   arena.ensure_mapped(rogues.window(), g.tree.arena_bytes());
   pauses_in_step = 0;
   scopes_at_step_start = scopes.size();
-  learned_sites.step_begins();
   ++g.steps;
   // The first run of a step records; that is not a break.
   const bool first = g.tree.branch_count() == 0;
-  cursor.start(g, first ? StepMode::Record : StepMode::Replay);
+  cursor.start(g, first ? StepMode::Record : StepMode::Replay, parity);
+  carried_guard = carried.empty() ? tree::kToStepEnd : g.period_two_hold;
   if (first) start_recording();
 }
 
@@ -77,8 +82,9 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
     };
     const NodeId match = cursor.find_reachable([&](NodeId c, std::span<const NodeId> passed_late) {
       const tree::Node& n = g.node(c);
-      return matches(c, passed_late) && (n.persistent || (rogues.clear(n.offset, n.key.size) &&
-                                                          cursor.clear_of_late(n, passed_late)));
+      return matches(c, passed_late) &&
+             (n.persistent || (rogues.clear(offset_of(n), n.key.size) &&
+                               cursor.clear_of_late(n, passed_late) && clear_of_carried(n)));
     });
     if (match != tree::kNoNode) [[likely]] {
       cursor.pass_to(match);
@@ -86,7 +92,7 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
       // A learned site is served from the pool wherever its planned range is held: then the plan
       // of this path must not keep that range for it.
       if (n.persistent && n.offset != tree::kUnplanned &&
-          !(rogues.clear(n.offset, n.key.size) && cursor.clear_of_late(n, {}))) {
+          !(rogues.clear(offset_of(n), n.key.size) && cursor.clear_of_late(n, {}))) {
         n.pool_only = true;
       }
       return serve_replayed(match, bytes);
@@ -108,7 +114,7 @@ void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
     ++stats.learned_site_allocations;
     live_bytes.noted(stats.live_rogue_bytes, pool.allocated_bytes());
   } else {
-    p = planned_address(n.offset);
+    p = planned_address(offset_of(n));
     ++stats.replayed_allocations;
     live_bytes.step_allocated(n.key.size, stats.live_rogue_bytes, pool.allocated_bytes());
   }
@@ -119,6 +125,8 @@ void* Compiler::Impl::serve_replayed(NodeId node, std::size_t bytes) {
 void Compiler::Impl::deallocate(void* p) {
   if (p == nullptr) return;
   if (cursor.running()) {
+    // The previous step's output (period two): settled before any walk of the path.
+    if (!carried.empty() && take_carried(p)) return;
     if (cursor.replaying()) {
       const tree::AllocationTree& g = tree();
       // The path's next event frees p: follow it. Only the first (oldest) child, as the fast
@@ -176,6 +184,8 @@ void Compiler::Impl::handle_break(BreakReason reason, std::string came) {
 
   const bool capped = tree().branch_count() >= options.branch_cap;
   start_recording();
+  // The new branch is planned with one parity: the output goes back to the pool.
+  fall_back_from_period_two(cursor.step(), "the step broke");
   recording.add_freed_late(
       tree(), cursor.break_into(capped ? StepMode::Dynamic : StepMode::Record, reason));
   if (capped && options.over_cap == OverCapPolicy::Error) {
@@ -196,8 +206,9 @@ void Compiler::Impl::start_recording() {
     const tree::Node& node = g.node(n);
     void* p = cursor.live(n);
     if (node.kind != tree::EventKind::Alloc || p == nullptr || node.persistent) continue;
-    recording.hold(p, Instance{n, node.offset, node.key.size});
+    recording.hold(p, Instance{n, offset_of(node), node.key.size});
   }
+  for (const auto& [p, output] : carried.all()) recording.hold_range(output.offset, output.size);
   rogues.for_each_range([&](Bytes offset, Bytes size) {
     const Bytes start = std::max(offset, window);
     if (start < offset + size) recording.hold_range(start - window, offset + size - start);

@@ -47,11 +47,12 @@ plan::Problem branch_problem(const AllocationTree& tree, BranchId branch,
     }
   }
   for (const FixedRange& o : fixed_ranges) {
-    problem.buffers.push_back(plan::Buffer{.id = fmt::format("fixed range@{}", o.offset),
-                                           .lower = static_cast<plan::Time>(o.since),
-                                           .upper = end_time + 1,
-                                           .size = o.size,
-                                           .fixed_offset = o.offset});
+    problem.buffers.push_back(plan::Buffer{
+        .id = fmt::format("fixed range@{}", o.offset),
+        .lower = static_cast<plan::Time>(o.since),
+        .upper = o.until == kToStepEnd ? end_time + 1 : std::min<plan::Time>(o.until, end_time + 1),
+        .size = o.size,
+        .fixed_offset = o.offset});
   }
   return problem;
 }

@@ -154,6 +154,48 @@ TEST_F(Fixture, EachKeyKeepsItsGraphWhileBranchesAlternate) {
   EXPECT_EQ(compiler.stats().breaks, 1u);  // the sparse path, once
 }
 
+// A step whose output outlives it, kept until the next step's exists (the previous one freed late
+// in the step): once the compiler plans it with period two, the step's plans alternate, and so do
+// the pointers. The runner keeps a graph per parity and launches each only at its parity: every
+// step from the second capture on is a graph, and each writes the output the step was handed.
+TEST_F(Fixture, APeriodTwoOutputGetsOneGraphPerParityAndEachStepWritesItsOwnOutput) {
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 2});
+  auto* input = static_cast<int*>(compiler.allocate(sizeof(int), {}));  // outside steps: the pool
+  int* previous = nullptr;
+  std::vector<std::uint8_t> parities;
+  std::vector<StepPath> paths;
+  for (int s = 0; s < 14; ++s) {
+    *input = 100 + s;
+    int* output = nullptr;
+    paths.push_back(runner.run("denoise", "k", [&](StepContext& ctx) {
+      auto* t = static_cast<int*>(ctx.allocate(1 << 16));
+      output = static_cast<int*>(ctx.allocate(1 << 16));
+      ctx.depends_on(input);
+      ctx.launch([t, input](StreamRef) { *t = *input; });
+      ctx.launch([t, o = output](StreamRef) { *o = *t + 1; });
+      ctx.deallocate(t);
+      if (previous != nullptr) ctx.deallocate(previous);
+    }));
+    previous = output;
+    EXPECT_EQ(*output, 101 + s) << "step " << s << " (" << to_string(paths.back()) << ")";
+    parities.push_back(runner.last_step()->parity);
+  }
+  compiler.deallocate(previous);
+  compiler.deallocate(input);
+  EXPECT_EQ(compiler.stats().period_two_outputs, 1u);
+  // Planned at the begin of step 2; steps 3 on alternate. Each parity's fingerprint is stable
+  // from its second step on (step 2 frees an output of the pool): captured at steps 5 and 6.
+  EXPECT_EQ(paths[5], StepPath::Captured);
+  EXPECT_EQ(paths[6], StepPath::Captured);
+  for (std::size_t s = 3; s < 14; ++s) {
+    if (s >= 7) EXPECT_EQ(paths[s], StepPath::Graph) << "step " << s;
+    EXPECT_NE(parities[s], parities[s - 1]) << "step " << s;
+  }
+  EXPECT_EQ(runner.stats().captures, 2u);
+  EXPECT_EQ(runner.stats().invalidations, 0u);
+  EXPECT_EQ(runner.stats().live_graphs, 2u);
+}
+
 TEST_F(Fixture, AChangedDependencyInvalidatesTheGraph) {
   StepRunner runner(compiler, capturer, {}, {.capture_after = 1});
   for (int s = 0; s < 3; ++s) runner.run("denoise", "k", body(5, false, 0));

@@ -1,5 +1,6 @@
 // The pool's room for learned sites (src/runtime/learned_sites.hpp): as many blocks as the
-// caller's habit keeps live, plus one; backend calls only where the habit changes.
+// caller's habit keeps live, plus one; backend calls only where the habit changes. Outputs stay in
+// the pool here (no period-two placement: period_two_test.cpp).
 #include <random>
 
 #include "step_program.hpp"
@@ -26,7 +27,7 @@ std::uint64_t memory_calls(Harness& h) { return h.compiler().stats().backend_cal
 // each step's end, one is freed before the next, so two rooms serve every later step (the rule
 // "one more than is live" kept a third: a whole logits tensor of a language model).
 TEST(LearnedRoom, ALoopThatKeepsEachOutputUntilTheNextExistsHoldsTwoRoomsNotThree) {
-  Harness h;
+  Harness h(Harness::outputs_in_pool());
   std::uint64_t calls_after_warm_up = 0;
   for (int s = 0; s < 16; ++s) {
     output_step(h, 100 + s);
@@ -44,7 +45,7 @@ TEST(LearnedRoom, ALoopThatKeepsEachOutputUntilTheNextExistsHoldsTwoRoomsNotThre
 // cost of the changed habit); from then on each step's end maps the next room, as for any step
 // that leaves a buffer live, and no step body maps anything.
 TEST(LearnedRoom, ACallerThatStartsKeepingEveryOutputPaysOnceInsideAStepThenAtStepEnds) {
-  Harness h;
+  Harness h(Harness::outputs_in_pool());
   for (int s = 0; s < 14; ++s) {
     const std::uint64_t before = memory_calls(h);
     {
@@ -69,7 +70,7 @@ TEST(LearnedRoom, ACallerThatStartsKeepingEveryOutputPaysOnceInsideAStepThenAtSt
 TEST(LearnedRoom, RandomHabitsNeverCorruptAndMapRoomOnlyWhereTheHabitGrew) {
   for (unsigned seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(seed);
-    Harness h;
+    Harness h(Harness::outputs_in_pool());
     std::mt19937 rng(seed);
     std::vector<int> kept;
     int keep = 1;

@@ -57,7 +57,10 @@ TEST(Rogues, ABufferFreedOneStepLateIsLearnedWithoutABreak) {
   EXPECT_EQ(st.breaks, 0u);  // the recording planned around it: no break at all
   EXPECT_EQ(st.rogues, 1u);
   EXPECT_EQ(st.learned_rogue_sites, 1u);
-  EXPECT_EQ(st.learned_site_allocations, 19u);
+  // Served by the pool in step 1; then the habit (freed first thing in the next step) has shown
+  // and the buffer is planned in the arena (period_two_test.cpp).
+  EXPECT_EQ(st.learned_site_allocations, 1u);
+  EXPECT_EQ(st.period_two_outputs, 1u);
 }
 
 // Found by a random program (live_bytes_test.cpp): a learned site whose planned range lies where a
@@ -161,7 +164,7 @@ TEST(Rogues, ASiteThatNeedsMoreAlignmentThanThePoolIsNotLearned) {
 }
 
 TEST(Rogues, ASiteWith1024AlignmentIsLearnedAndServedAligned) {
-  Harness h;
+  Harness h(Harness::outputs_in_pool());
   void* kept = keep_one_buffer_per_step(h, 1024);
   EXPECT_EQ(h.compiler().stats().pool_live_bytes, 4096u);  // the last one is in the pool
   h.compiler().deallocate(kept);

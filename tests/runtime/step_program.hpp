@@ -75,6 +75,14 @@ class BasicHarness {
     return o;
   }
 
+  // For tests of the pool's learned sites themselves: outputs kept across steps stay there
+  // instead of being planned in the arena (CompilerOptions::period_two_outputs).
+  static CompilerOptions outputs_in_pool() {
+    CompilerOptions o = small_options();
+    o.period_two_outputs = false;
+    return o;
+  }
+
   Compiler& compiler() { return compiler_; }
   typename Memory::Backend& backend() { return *backend_; }
 

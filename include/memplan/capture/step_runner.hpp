@@ -21,11 +21,16 @@
 // mapped and overlap nothing live. Launches run before end_step, so nothing a recording touched is
 // trimmed before the work using it is queued (and trimming waits for the stream).
 //
+// Graphs are kept per key and per parity (StepResult::parity): a branch whose output outlives its
+// step has two plans that alternate step by step, so a graph captured on one is never launched on
+// the other (the fingerprint would refuse it, but one entry for both would then never capture).
+//
 // The contract on the caller: under one key, the launches must be a function of the fingerprint
 // (same pointers and dependencies -> same kernels and arguments). Values that change per step
 // (a timestep) must be read by the kernels from device memory, not baked into launch arguments.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -158,7 +163,7 @@ class StepRunner {
   StepCapturer& capturer_;
   StreamRef stream_;
   CaptureOptions options_;
-  std::map<std::string, Entry, std::less<>> entries_;
+  std::map<std::string, std::array<Entry, 2>, std::less<>> entries_;  // by key, then parity
   CaptureStats stats_;
   std::optional<StepResult> last_step_;
 };

@@ -82,8 +82,11 @@ struct CompilerOptions {
   // checks, the lower bound, the portfolio's first strategy and the validator always run.
   std::chrono::milliseconds plan_budget{200};
   bool trim_after_recording = true;  // unmap what recording touched beyond the plans
-  bool thread_safe = true;           // false: one thread drives the compiler, no lock is taken
-  CheckOptions check;                // debugging runs: poison, no reuse, guard gaps (check.hpp)
+  // A step output kept until the next step's exists is planned in the arena with period-two
+  // placement (docs/compiler.md) once the habit is seen; false: it stays a learned pool site.
+  bool period_two_outputs = true;
+  bool thread_safe = true;  // false: one thread drives the compiler, no lock is taken
+  CheckOptions check;       // debugging runs: poison, no reuse, guard gaps (check.hpp)
 };
 
 class Compiler;

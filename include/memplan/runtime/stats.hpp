@@ -52,6 +52,15 @@ struct Stats {
   std::uint64_t learned_rogue_sites = 0;
   std::uint64_t forgotten_rogue_sites = 0;  // learned, then freed in their step 8+ steps in a row
   std::uint64_t window_moves = 0;           // plans moved to addresses clear of live rogues
+  // Step outputs kept until the next step's exists, planned in the arena by period-two placement
+  // (two plans of their branch that alternate; docs/compiler.md): sites planned so, sites that
+  // fell back to the pool (the caller broke the habit), outputs left in the plans at a step's end
+  // (ever: a graph launched outside steps must not outlive a new one), and those live now.
+  std::uint64_t period_two_outputs = 0;
+  std::uint64_t period_two_fallbacks = 0;
+  std::uint64_t carried_outputs = 0;
+  std::uint64_t live_carried_outputs = 0;
+  std::uint64_t live_carried_bytes = 0;
 
   std::uint64_t planned_peak_bytes = 0;  // the largest plan of any branch
   std::uint64_t lower_bound_bytes = 0;   // that branch's lower bound
@@ -64,7 +73,7 @@ struct Stats {
   // allocation and free counts, replayed ones included). The planned arena holds the running
   // step's buffers and the rogues; the pool the pause-scope, outside-step and learned-site
   // buffers. peak_live_bytes is the most of both at once, not the sum of their peaks.
-  std::uint64_t arena_live_bytes = 0;  // step buffers + live rogues
+  std::uint64_t arena_live_bytes = 0;  // step buffers + carried outputs + live rogues
   std::uint64_t arena_peak_live_bytes = 0;
   std::uint64_t pool_peak_live_bytes = 0;
   std::uint64_t peak_live_rogue_bytes = 0;

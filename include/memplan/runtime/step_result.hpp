@@ -31,6 +31,10 @@ struct StepResult {
   // none for a dynamic step.
   std::optional<std::uint32_t> branch;
   std::uint64_t rogues = 0;  // end_step only: its allocations still live at its end
+  // Which of its branch's two plans served it: 1 only on a branch with a period-two output (an
+  // output kept until the next step's exists, docs/compiler.md), whose steps alternate. A
+  // capture keyed by branch must be keyed by parity too: the pointers differ.
+  std::uint8_t parity = 0;
 
   [[nodiscard]] bool replayed() const noexcept { return kind == StepKind::Replayed; }
 };

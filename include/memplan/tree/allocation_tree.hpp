@@ -34,6 +34,9 @@ struct Node {
   // (its buffer outlived its Free node, or a buffer freed late or a rogue held the range). Plans
   // made since may use that range, so it stays in the pool and plans no longer keep its range.
   bool pool_only = false;
+  // Alloc: a step output planned with period-two placement (period_two_planner.hpp): its buffer
+  // outlives the step, and the branch has a second plan, offset_odd, for the steps of odd parity.
+  bool period_two = false;
   std::uint32_t depth = 0;  // events between the root and this node
   NodeId parent = kNoNode;
   NodeId first_child = kNoNode;
@@ -42,6 +45,13 @@ struct Node {
   BranchId branch = 0;        // End: the branch it closes
   AllocKey key;               // Alloc: what the event asked for
   Bytes offset = kUnplanned;  // Alloc: the planned offset in the arena
+  // Alloc: the offset in the plan of odd parity, only in a branch with a period-two output.
+  Bytes offset_odd = kUnplanned;
+
+  // The offset in the plan of `parity` (0 in every branch without a period-two output).
+  [[nodiscard]] Bytes offset_at(std::uint8_t parity) const noexcept {
+    return parity == 0 ? offset : offset_odd;
+  }
 };
 
 struct Branch {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <span>
 
 #include "memplan/plan/problem.hpp"
@@ -13,11 +15,15 @@
 
 namespace memplan::tree {
 
-// A range held for the rest of the step from event `since` on (0: from the step's start).
+inline constexpr std::uint32_t kToStepEnd = std::numeric_limits<std::uint32_t>::max();
+
+// A range held from event `since` on (0: from the step's start) until event `until` (exclusive:
+// an allocation at depth `until` may take it; kToStepEnd: past the step's end).
 struct FixedRange {
   Bytes offset = 0;
   Bytes size = 0;
   std::uint32_t since = 0;
+  std::uint32_t until = kToStepEnd;
 };
 
 // The planner problem of `branch`: one buffer per Alloc node on its path that is not persistent or

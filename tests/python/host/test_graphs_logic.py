@@ -221,3 +221,23 @@ def test_captures_that_keep_breaking_go_back_to_counting_eager_replays(fake, dev
     # captures at calls 4 and 5 break; 6 and 7 count eager replays again; 8 captures (breaks)
     assert g.stats["captures"] == 0 and g.stats["breaks"] == 3
     assert g.stats["eager_steps"] == 8
+
+
+def test_a_step_that_leaves_an_output_in_the_plans_drops_the_other_keys_graphs(fake, device):
+    # `out = g(x)` keeps each output until the next exists: memplan plans it in the arena (period
+    # two), so an output of an eager step may stay where another key's graph writes. Such a step
+    # drops the graphs made before it.
+    fn = plus_one(fake)
+    g = memplan.graphs.GraphedStep("carried", lambda x, key: fn(x), capture_after=2,
+                                   device=device)
+    x = fake.Tensor(4 * KiB, 1)
+    out = None
+    for _ in range(5):  # record, replay, replay, capture, launch
+        out = g(x, "a")
+    assert g.last_path == "graph" and out.value == 2
+    assert memplan.stats(device)["period_two_outputs"] == 1
+    kept = g(x, "b")  # the same branch under another key: eager, its output stays in the plans
+    assert g.last_path == "eager" and kept.value == 2
+    assert g(x, "a").value == 2 and g.last_path == "eager"
+    assert g.stats["invalidations"] == 1
+    assert kept.value == 2
