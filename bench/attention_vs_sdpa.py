@@ -4,9 +4,7 @@
 [batch 1, N tokens, 24 heads, head_dim 128] bf16, random inputs, N = 32768 / 75600 / 169000 by
 default. Backends: SDPA flash, SDPA cuDNN, and memplan (memplan.attention) dense, top-k 10 % and
 tau 1.5 on each Hopper path of MEMPLAN_ATTENTION_KERNEL (tma: the TMA kernel, flash_tma.cu, the
-default; tma-ws, tma-ws-192: the same kernel with its warp-specialised dense set-up on 128- or
-192-key tiles, sparse rows as tma; wgmma: the cp.async wgmma kernel, flash_wgmma.cu), the
-variable set before each call
+default; wgmma: the cp.async wgmma kernel, flash_wgmma.cu), the variable set before each call
 (the library reads it at every launch). Each backend is timed with CUDA events around single calls (median of repeats
 after warm-up); the whole set runs `--rounds` times, the order of the backends reversed every
 other round, and the table gives the median over rounds.
@@ -116,7 +114,7 @@ def main():
     parser.add_argument("sizes", nargs="*", type=int, default=[32768, 75600, 169000])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", help="write the results here as JSON too")
-    parser.add_argument("--paths", default="tma,tma-ws,tma-ws-192,wgmma",
+    parser.add_argument("--paths", default="tma,wgmma",
                         help="MEMPLAN_ATTENTION_KERNEL values to time memplan on")
     args = parser.parse_args()
 

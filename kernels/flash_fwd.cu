@@ -6,9 +6,8 @@
 // kernel (flash_tma.cu) by default (the fastest measured, docs/attention.md), the wgmma kernel with
 // its cp.async ring (flash_wgmma.cu) where the driver has no tensor maps or with
 // MEMPLAN_ATTENTION_KERNEL=wgmma; MEMPLAN_ATTENTION_KERNEL=tma asks for the TMA kernel explicitly,
-// =tma-ws and =tma-ws-192 for the TMA kernel with its warp-specialised dense set-up on 128- or
-// 192-key tiles, =mma forces mma.sync. The
-// variable is read at every launch, so a process (the tests, the benchmark) can run each path.
+// =mma forces mma.sync. The variable is read at every launch, so a process (the tests, the
+// benchmark) can run each path.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -40,18 +39,16 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   check_launch("flash_fwd_kernel");
 }
 
-enum class KernelChoice { Default, Tma, TmaWs, TmaWs192, Wgmma, Mma };
+enum class KernelChoice { Default, Tma, Wgmma, Mma };
 
 KernelChoice kernel_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
   if (value == nullptr || *value == '\0') return KernelChoice::Default;
   if (std::strcmp(value, "tma") == 0) return KernelChoice::Tma;
-  if (std::strcmp(value, "tma-ws") == 0) return KernelChoice::TmaWs;
-  if (std::strcmp(value, "tma-ws-192") == 0) return KernelChoice::TmaWs192;
   if (std::strcmp(value, "wgmma") == 0) return KernelChoice::Wgmma;
   if (std::strcmp(value, "mma") == 0) return KernelChoice::Mma;
   throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
-                        " is none of tma, tma-ws, tma-ws-192, wgmma, mma");
+                        " is none of tma, wgmma, mma");
 }
 
 }  // namespace
@@ -60,13 +57,9 @@ void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
   const KernelChoice choice = kernel_choice();
   const bool hopper =
       params.head_dim == 128 && choice != KernelChoice::Mma && flash_wgmma_available();
-  if (hopper && choice == KernelChoice::TmaWs) {
-    run_flash_tma(params, TmaDense::WarpSpecialised, stream);
-  } else if (hopper && choice == KernelChoice::TmaWs192) {
-    run_flash_tma(params, TmaDense::WarpSpecialised192, stream);
-  } else if (hopper && (choice == KernelChoice::Tma ||
-                        (choice == KernelChoice::Default && tensor_maps_available()))) {
-    run_flash_tma(params, TmaDense::PingPong, stream);
+  if (hopper && (choice == KernelChoice::Tma ||
+                 (choice == KernelChoice::Default && tensor_maps_available()))) {
+    run_flash_tma(params, stream);
   } else if (hopper) {
     run_flash_wgmma(params, stream);
   } else if (params.head_dim == 64) {

@@ -23,7 +23,7 @@
 // n before use n was loaded, the producer cannot load use n + 1 before use n was released), and
 // parity names the phase unambiguously. Every consumer thread arrives on each empty barrier
 // exactly once per tile. No deadlock: consumer step t needs K(t) and V(t - 1) (P V of a tile
-// runs in the step after its S, in both loops); the producer issues K(j), V(j) in tile order and
+// runs in the step after its S); the producer issues K(j), V(j) in tile order and
 // first waits for the release of K(j - STAGES) (step j - STAGES) or V(j - STAGES) (step
 // j - STAGES + 1), steps that need only K and V of tiles before j, issued already. Ping-pong
 // turns pass right after a group issued its products, never across an mbarrier wait, so it
@@ -46,24 +46,21 @@ namespace memplan::attention::detail {
 
 namespace {
 
-// The overlap of softmax with the matrix products:
+// How consumers overlap softmax with the matrix products (both set-ups pipeline):
 //   pipelined: S of tile t and P V of tile t - 1 go to the tensor cores together, so the softmax
 //     of tile t overlaps P V;
 //   ping-pong (two groups, dense): the groups take turns to issue their products, so one group's
 //     softmax runs while the other's products occupy the tensor cores.
-// Both at once on 128-key tiles keep P of one tile and S of the next alive together, about 186
-// registers a consumer thread, more than the 168 a thread of a CTA of 9 or 12 warps has at
-// entry. PRODUCER_REGS > 0 makes the producer a whole warpgroup that hands its registers to the
+// PRODUCER_REGS > 0 makes the producer a whole warpgroup that hands its registers to the
 // consumers (setmaxnreg): it keeps PRODUCER_REGS, each consumer thread gets kConsumerRegisters.
 // Otherwise the producer is one warp and every thread keeps what it had at entry.
-template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, bool PIPELINED, int PRODUCER_REGS>
+template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, int PRODUCER_REGS>
 struct TmaConfig {
   static constexpr int kGroups = GROUPS;
   static constexpr int kKeys = KEYS;
   static constexpr int kBlocksPerTile = KEYS / 64;
   static constexpr int kStages = STAGES;
   static constexpr int kMinBlocks = MIN_BLOCKS;  // CTAs per SM the registers must allow
-  static constexpr bool kPipelined = PIPELINED;
   static constexpr bool kPingPong = GROUPS == 2;
   static constexpr int kConsumers = 128 * GROUPS;
   static constexpr int kProducerRegisters = PRODUCER_REGS;
@@ -239,89 +236,53 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   mbar_wait<kRaised>(q_full, 0);
   std::uint32_t a[kKeys / 16][4];  // P of the previous tile
-  if constexpr (Cfg::kPipelined) {
-    // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
-    // while P V runs; step 0 has no P V, the last step (tiles) only P V. With ping-pong, a
-    // group's turn covers the issue of both products.
-    if (tiles > 0) {
-      float s[kKeys / 2];
-      int valid[kPerTile];
-      valid_keys(0, valid);
-      wait_k(0);
-      take_turn();
-      wgmma_fence();
-      issue_s<kKeys>(s, s_q, s_k(0));
-      pass_turn();
-      wgmma_wait<0>();
-      mbar_arrive(k_empty(0));
-      softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-      pack_p<kKeys>(a, s);
-    }
-    for (int t = 1; t < tiles; ++t) {
-      const int stage = t % kStages;
-      const int prev = (t - 1) % kStages;
-      float s[kKeys / 2];  // declared per step: no value flows into the next step's S
-      int valid[kPerTile];
-      valid_keys(t, valid);
-      wait_k(t);
-      wait_v(t - 1);
-      take_turn();
-      wgmma_fence();
-      issue_s<kKeys>(s, s_q, s_k(stage));
-      issue_pv<kKeys>(o, a, s_v(prev));
-      pass_turn();
-      wgmma_wait<1>();  // S of tile t: its K stage is free
-      mbar_arrive(k_empty(stage));
-      softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-      wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
-      mbar_arrive(v_empty(prev));
-      rescale(o, correction);
-      pack_p<kKeys>(a, s);
-    }
-    if (tiles > 0) {
-      const int last = tiles - 1;
-      wait_v(last);
-      take_turn();
-      wgmma_fence();
-      issue_pv<kKeys>(o, a, s_v(last % kStages));
-      last_pass();
-      wgmma_wait<0>();
-      mbar_arrive(v_empty(last % kStages));
-    }
-  } else {
-    // Step t: P V of tile t - 1 (waited for: P dies before S is born), then S of tile t, its
-    // softmax, and O rescaled (P V of t - 1 is in it); a last step does P V of the last tile.
-    auto pv_of = [&](int t) {  // P V of tile t, waited for; frees its V stage
-      const int stage = t % kStages;
-      wgmma_fence();
-      issue_pv<kKeys>(o, a, s_v(stage));
-      wgmma_wait<0>();
-      mbar_arrive(v_empty(stage));
-    };
-    for (int t = 0; t < tiles; ++t) {
-      const int stage = t % kStages;
-      float s[kKeys / 2];
-      int valid[kPerTile];
-      valid_keys(t, valid);
-      wait_k(t);
-      if (t > 0) wait_v(t - 1);
-      take_turn();
-      if (t > 0) pv_of(t - 1);
-      wgmma_fence();
-      issue_s<kKeys>(s, s_q, s_k(stage));
-      pass_turn();
-      wgmma_wait<0>();
-      mbar_arrive(k_empty(stage));
-      softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-      rescale(o, correction);
-      pack_p<kKeys>(a, s);
-    }
-    if (tiles > 0) {
-      wait_v(tiles - 1);
-      take_turn();
-      pv_of(tiles - 1);
-      last_pass();
-    }
+  // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
+  // while P V runs; step 0 has no P V, the last step (tiles) only P V. With ping-pong, a
+  // group's turn covers the issue of both products.
+  if (tiles > 0) {
+    float s[kKeys / 2];
+    int valid[kPerTile];
+    valid_keys(0, valid);
+    wait_k(0);
+    take_turn();
+    wgmma_fence();
+    issue_s<kKeys>(s, s_q, s_k(0));
+    pass_turn();
+    wgmma_wait<0>();
+    mbar_arrive(k_empty(0));
+    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
+    pack_p<kKeys>(a, s);
+  }
+  for (int t = 1; t < tiles; ++t) {
+    const int stage = t % kStages;
+    const int prev = (t - 1) % kStages;
+    float s[kKeys / 2];  // declared per step: no value flows into the next step's S
+    int valid[kPerTile];
+    valid_keys(t, valid);
+    wait_k(t);
+    wait_v(t - 1);
+    take_turn();
+    wgmma_fence();
+    issue_s<kKeys>(s, s_q, s_k(stage));
+    issue_pv<kKeys>(o, a, s_v(prev));
+    pass_turn();
+    wgmma_wait<1>();  // S of tile t: its K stage is free
+    mbar_arrive(k_empty(stage));
+    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
+    wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
+    mbar_arrive(v_empty(prev));
+    rescale(o, correction);
+    pack_p<kKeys>(a, s);
+  }
+  if (tiles > 0) {
+    const int last = tiles - 1;
+    wait_v(last);
+    take_turn();
+    wgmma_fence();
+    issue_pv<kKeys>(o, a, s_v(last % kStages));
+    last_pass();
+    wgmma_wait<0>();
+    mbar_arrive(v_empty(last % kStages));
   }
 
   // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
@@ -333,17 +294,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #endif
 }
 
-// Dense: two consumer warpgroups on neighbouring query blocks share 128-key tiles (1 CTA per SM,
-// 160 KB), in ping-pong. Sparse rows: one consumer warpgroup per CTA (rows differ), 64-key
-// tiles, pipelined, 2 CTAs per SM (112 KB). Dense, warp-specialised (`tma-ws`): the same tiles,
-// ping-pong and pipelined, the producer a warpgroup at 24 registers, the consumers at 240;
-// `tma-ws-192`: the same on 192-key tiles (224 KB; S and P of a tile take 144 registers). The
-// configurations measured against these on the H200 and removed are listed in docs/attention.md.
-using DenseTma = TmaConfig<2, 128, 2, 1, false, 0>;
-using DenseWarpSpecialised = TmaConfig<2, 128, 2, 1, true, 24>;
-using DenseWarpSpecialised192 = TmaConfig<2, 192, 2, 1, true, 24>;
-using SparseTma = TmaConfig<1, 64, 3, 2, true, 0>;
-static_assert(DenseWarpSpecialised::kConsumerRegisters == 240);
+// Dense: two consumer warpgroups on neighbouring query blocks share 192-key tiles (three listed
+// blocks, S as wgmma m64n192k16; 2 stages, 224 KB, 1 CTA per SM), pipelined and in ping-pong;
+// the producer a warpgroup at 24 registers, the consumers at 240 (S and P of a tile take 144).
+// Sparse rows: one consumer warpgroup per CTA (rows differ), 64-key tiles, pipelined, 2 CTAs per
+// SM (112 KB), a producer warp. The configurations measured against these on the H200 and
+// removed are listed in docs/attention.md.
+using DenseTma = TmaConfig<2, 192, 2, 1, 24>;
+using SparseTma = TmaConfig<1, 64, 3, 2, 0>;
+static_assert(DenseTma::kConsumerRegisters == 240);
 
 template <class Cfg>
 void launch(const FlashParams& params, cudaStream_t stream) {
@@ -362,12 +321,8 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-void run_flash_tma(const FlashParams& params, TmaDense dense, cudaStream_t stream) {
-  if (params.kv_count == nullptr && dense == TmaDense::WarpSpecialised) {
-    launch<DenseWarpSpecialised>(params, stream);
-  } else if (params.kv_count == nullptr && dense == TmaDense::WarpSpecialised192) {
-    launch<DenseWarpSpecialised192>(params, stream);
-  } else if (params.kv_count == nullptr) {
+void run_flash_tma(const FlashParams& params, cudaStream_t stream) {
+  if (params.kv_count == nullptr) {
     launch<DenseTma>(params, stream);
   } else {
     launch<SparseTma>(params, stream);

@@ -9,12 +9,7 @@
 
 namespace memplan::attention::detail {
 
-// The set-up of dense launches (block lists run one set-up): the default ping-pong of two
-// consumer warpgroups with a producer warp, or a warp-specialised CTA whose producer warpgroup
-// hands its registers to the consumers, which pipeline as well, on 128-key tiles
-// (MEMPLAN_ATTENTION_KERNEL=tma-ws) or 192-key tiles (tma-ws-192).
-enum class TmaDense { PingPong, WarpSpecialised, WarpSpecialised192 };
-
-void run_flash_tma(const FlashParams& params, TmaDense dense, cudaStream_t stream);
+// Dense launches and block lists run different set-ups of the kernel (flash_tma.cu).
+void run_flash_tma(const FlashParams& params, cudaStream_t stream);
 
 }  // namespace memplan::attention::detail

@@ -104,16 +104,6 @@ TEST(AttentionGraph, TmaKernelReplayEqualsEager) {
   topk_replay_equals_eager_on("tma");
 }
 
-TEST(AttentionGraph, TmaWsKernelReplayEqualsEager) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  topk_replay_equals_eager_on("tma-ws");
-}
-
-TEST(AttentionGraph, TmaWs192KernelReplayEqualsEager) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  topk_replay_equals_eager_on("tma-ws-192");
-}
-
 TEST(AttentionGraph, WgmmaKernelReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   topk_replay_equals_eager_on("wgmma");
