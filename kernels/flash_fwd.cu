@@ -6,8 +6,10 @@
 // kernel (flash_tma.cu) by default (the fastest measured, docs/attention.md), the wgmma kernel with
 // its cp.async ring (flash_wgmma.cu) where the driver has no tensor maps or with
 // MEMPLAN_ATTENTION_KERNEL=wgmma; MEMPLAN_ATTENTION_KERNEL=tma asks for the TMA kernel explicitly,
-// =mma forces mma.sync. The variable is read at every launch, so a process (the tests, the
-// benchmark) can run each path.
+// =tma-sparse-rq, =tma-sparse-pair, =tma-sparse-pair128 and =tma-sparse-pair-rq for the TMA kernel
+// with a candidate
+// set-up for block lists (dense launches as tma; flash_tma.hpp), =mma forces mma.sync. The variable
+// is read at every launch, so a process (the tests, the benchmark) can run each path.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -39,16 +41,30 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   check_launch("flash_fwd_kernel");
 }
 
-enum class KernelChoice { Default, Tma, Wgmma, Mma };
+enum class KernelChoice {
+  Default,
+  Tma,
+  TmaSparseRq,
+  TmaSparsePair,
+  TmaSparsePair128,
+  TmaSparsePairRq,
+  Wgmma,
+  Mma
+};
 
 KernelChoice kernel_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
   if (value == nullptr || *value == '\0') return KernelChoice::Default;
   if (std::strcmp(value, "tma") == 0) return KernelChoice::Tma;
+  if (std::strcmp(value, "tma-sparse-rq") == 0) return KernelChoice::TmaSparseRq;
+  if (std::strcmp(value, "tma-sparse-pair") == 0) return KernelChoice::TmaSparsePair;
+  if (std::strcmp(value, "tma-sparse-pair128") == 0) return KernelChoice::TmaSparsePair128;
+  if (std::strcmp(value, "tma-sparse-pair-rq") == 0) return KernelChoice::TmaSparsePairRq;
   if (std::strcmp(value, "wgmma") == 0) return KernelChoice::Wgmma;
   if (std::strcmp(value, "mma") == 0) return KernelChoice::Mma;
   throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
-                        " is none of tma, wgmma, mma");
+                        " is none of tma, tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, "
+                        "tma-sparse-pair-rq, wgmma, mma");
 }
 
 }  // namespace
@@ -57,9 +73,17 @@ void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
   const KernelChoice choice = kernel_choice();
   const bool hopper =
       params.head_dim == 128 && choice != KernelChoice::Mma && flash_wgmma_available();
-  if (hopper && (choice == KernelChoice::Tma ||
-                 (choice == KernelChoice::Default && tensor_maps_available()))) {
-    run_flash_tma(params, stream);
+  if (hopper && choice == KernelChoice::TmaSparseRq) {
+    run_flash_tma(params, TmaSparse::QInRegisters, stream);
+  } else if (hopper && choice == KernelChoice::TmaSparsePair) {
+    run_flash_tma(params, TmaSparse::Pair, stream);
+  } else if (hopper && choice == KernelChoice::TmaSparsePair128) {
+    run_flash_tma(params, TmaSparse::Pair128, stream);
+  } else if (hopper && choice == KernelChoice::TmaSparsePairRq) {
+    run_flash_tma(params, TmaSparse::PairQInRegisters, stream);
+  } else if (hopper && (choice == KernelChoice::Tma ||
+                        (choice == KernelChoice::Default && tensor_maps_available()))) {
+    run_flash_tma(params, TmaSparse::OneGroup, stream);
   } else if (hopper) {
     run_flash_wgmma(params, stream);
   } else if (params.head_dim == 64) {

@@ -46,41 +46,56 @@ namespace memplan::attention::detail {
 
 namespace {
 
-// How consumers overlap softmax with the matrix products (both set-ups pipeline):
+// How consumers overlap softmax with the matrix products (every set-up pipelines):
 //   pipelined: S of tile t and P V of tile t - 1 go to the tensor cores together, so the softmax
 //     of tile t overlaps P V;
-//   ping-pong (two groups, dense): the groups take turns to issue their products, so one group's
+//   ping-pong (two groups): the groups take turns to issue their products, so one group's
 //     softmax runs while the other's products occupy the tensor cores.
-// PRODUCER_REGS > 0 makes the producer a whole warpgroup that hands its registers to the
-// consumers (setmaxnreg): it keeps PRODUCER_REGS, each consumer thread gets kConsumerRegisters.
-// Otherwise the producer is one warp and every thread keeps what it had at entry.
-template <int GROUPS, int KEYS, int STAGES, int MIN_BLOCKS, int PRODUCER_REGS>
-struct TmaConfig {
-  static constexpr int kGroups = GROUPS;
-  static constexpr int kKeys = KEYS;
-  static constexpr int kBlocksPerTile = KEYS / 64;
-  static constexpr int kStages = STAGES;
-  static constexpr int kMinBlocks = MIN_BLOCKS;  // CTAs per SM the registers must allow
-  static constexpr bool kPingPong = GROUPS == 2;
-  static constexpr int kConsumers = 128 * GROUPS;
-  static constexpr int kProducerRegisters = PRODUCER_REGS;
-  static constexpr int kProducerThreads = PRODUCER_REGS > 0 ? 128 : 32;
+// A set-up (the Setup of TmaConfig) names:
+//   kGroups        consumer warpgroups, each on its own 64-row query block;
+//   kSharedRing    one K/V ring for every group (dense: every row's list is the same), else one
+//                  ring per group, each on its own row's list;
+//   kKeys          keys per tile (1-3 listed 64-token blocks);
+//   kKStages, kVStages   stages of each ring's K and V tiles;
+//   kMinBlocks     CTAs per SM the registers must allow;
+//   kProducerRegisters   > 0: the producer is a whole warpgroup that hands its registers to
+//                  the consumers (setmaxnreg): it keeps these, each consumer thread gets
+//                  kConsumerRegisters; 0: the producer is one warp and every thread keeps what it
+//                  had at entry;
+//   kPingPong      two groups take turns (with one ring each, for as many steps as the longer
+//                  list needs: the group with fewer tiles only takes and passes its turns);
+//   kQInRegisters  S reads Q from registers (wgmma with A from registers), not shared memory.
+template <class Setup>
+struct TmaConfig : Setup {
+  using Setup::kGroups, Setup::kSharedRing, Setup::kKeys, Setup::kKStages, Setup::kVStages,
+      Setup::kMinBlocks, Setup::kProducerRegisters, Setup::kPingPong;
+  static constexpr int kRings = kSharedRing ? 1 : kGroups;
+  static constexpr int kGroupsPerRing = kGroups / kRings;
+  static constexpr int kBlocksPerTile = kKeys / 64;
+  static constexpr int kConsumers = 128 * kGroups;
+  static constexpr int kProducerThreads = kProducerRegisters > 0 ? 128 : 32;
   static constexpr int kThreads = kConsumers + kProducerThreads;
   // Registers a thread has at entry: the register file (64K) shared by the CTAs, in steps of 8.
-  static constexpr int kEntryRegisters = 65536 / (kThreads * MIN_BLOCKS) / 8 * 8;
+  static constexpr int kEntryRegisters = 65536 / (kThreads * kMinBlocks) / 8 * 8;
   static constexpr int kConsumerRegisters =
-      PRODUCER_REGS > 0 ? (kEntryRegisters*(kThreads / 128) - PRODUCER_REGS) / GROUPS / 8 * 8
-                        : kEntryRegisters;
-  static constexpr int kTileBytes = kv_tile_bytes<KEYS>();
-  static constexpr int kKOffset = kWgQBytes * GROUPS;              // K stages
-  static constexpr int kVOffset = kKOffset + kTileBytes * STAGES;  // V stages
-  static constexpr int kBarrierOffset = kVOffset + kTileBytes * STAGES;
-  static constexpr int kBarriers = 1 + 4 * STAGES;
-  static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers;
-  static_assert(KEYS == 64 || KEYS == 128 || KEYS == 192, "key tiles of 1-3 64-token blocks");
-  static_assert(GROUPS == 1 || GROUPS == 2, "one group pipelines, two play ping-pong");
-  static_assert(PRODUCER_REGS == 0 ||
-                    (PRODUCER_REGS < kEntryRegisters && kConsumerRegisters > kEntryRegisters &&
+      kProducerRegisters > 0
+          ? (kEntryRegisters*(kThreads / 128) - kProducerRegisters) / kGroups / 8 * 8
+          : kEntryRegisters;
+  static constexpr int kTileBytes = kv_tile_bytes<kKeys>();
+  static constexpr int kRingOffset = kWgQBytes * kGroups;  // the groups' Q blocks come first
+  static constexpr int kRingBytes = kTileBytes * (kKStages + kVStages);  // K stages, V stages
+  // Per ring: q_full, k_full[kKStages], v_full[kVStages], k_empty[kKStages], v_empty[kVStages].
+  static constexpr int kBarriersPerRing = 1 + 2 * (kKStages + kVStages);
+  static constexpr int kBarrierOffset = kRingOffset + kRingBytes * kRings;
+  static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriersPerRing * kRings;
+  static_assert(kKeys == 64 || kKeys == 128 || kKeys == 192, "key tiles of 1-3 64-token blocks");
+  static_assert(kGroups == 1 || kGroups == 2, "one or two consumer warpgroups");
+  static_assert(!kPingPong || kGroups == 2, "ping-pong takes two groups");
+  static_assert(kRings <= kProducerThreads / 32, "one producer warp per ring");
+  static_assert(kSmemBytes * kMinBlocks <= 228 * 1024 - 1024 * kMinBlocks,
+                "shared memory of the CTAs an SM must hold");
+  static_assert(kProducerRegisters == 0 ||
+                    (kProducerRegisters < kEntryRegisters && kConsumerRegisters > kEntryRegisters &&
                      kConsumerRegisters <= 256),
                 "a producer warpgroup gives registers to the consumers, at most 256 a thread");
 };
@@ -108,7 +123,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #else
   constexpr int kKeys = Cfg::kKeys;
   constexpr int kPerTile = Cfg::kBlocksPerTile;
-  constexpr int kStages = Cfg::kStages;
+  constexpr int kKStages = Cfg::kKStages;
+  constexpr int kVStages = Cfg::kVStages;
   constexpr std::uint32_t kTileBytes = Cfg::kTileBytes;
   const std::uint32_t s_base = smem_addr(smem);
   if ((s_base & 1023u) != 0u) __trap();  // the 128B swizzle needs 1024-byte aligned tiles
@@ -119,55 +135,79 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int batch = blockIdx.z;
   const int first_q_block = blockIdx.x * Cfg::kGroups;
 
-  const std::uint32_t bars = s_base + Cfg::kBarrierOffset;
-  const std::uint32_t q_full = bars;
-  auto k_full = [&](int s) { return bars + 8 * (1 + s); };
-  auto v_full = [&](int s) { return bars + 8 * (1 + kStages + s); };
-  auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
-  auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
-  auto s_k = [&](int s) { return s_base + Cfg::kKOffset + kTileBytes * s; };
-  auto s_v = [&](int s) { return s_base + Cfg::kVOffset + kTileBytes * s; };
+  // Ring r's barriers and stages.
+  auto bar = [&](int r, int i) {
+    return s_base + Cfg::kBarrierOffset + 8 * (r * Cfg::kBarriersPerRing + i);
+  };
+  auto q_full = [&](int r) { return bar(r, 0); };
+  auto k_full = [&](int r, int s) { return bar(r, 1 + s); };
+  auto v_full = [&](int r, int s) { return bar(r, 1 + kKStages + s); };
+  auto k_empty = [&](int r, int s) { return bar(r, 1 + kKStages + kVStages + s); };
+  auto v_empty = [&](int r, int s) { return bar(r, 1 + 2 * kKStages + kVStages + s); };
+  auto ring_base = [&](int r) { return s_base + Cfg::kRingOffset + Cfg::kRingBytes * r; };
+  auto s_k = [&](int r, int s) { return ring_base(r) + kTileBytes * s; };
+  auto s_v = [&](int r, int s) { return ring_base(r) + kTileBytes * (kKStages + s); };
+  // Tiles of the list of query block `q_block` (its row `fr`, or a neighbour's for a block past
+  // the last: an odd block count leaves the second group of the last CTA without a row). With a
+  // shared ring (dense) every group has the first group's list.
+  auto tiles_of = [&](int q_block, const FlashRow<kWgD>& fr) {
+    if (!Cfg::kSharedRing && q_block >= p.blocks) return 0;
+    return (fr.count + kPerTile - 1) / kPerTile;
+  };
+  auto row_of = [&](int q_block) {
+    return FlashRow<kWgD>(p, q_block < p.blocks ? q_block : p.blocks - 1, head, batch);
+  };
 
   if (tid == 0) {
-    mbar_init(q_full, 1);
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(k_full(s), 1);
-      mbar_init(v_full(s), 1);
-      mbar_init(k_empty(s), Cfg::kConsumers);
-      mbar_init(v_empty(s), Cfg::kConsumers);
+    for (int r = 0; r < Cfg::kRings; ++r) {
+      mbar_init(q_full(r), 1);
+      for (int s = 0; s < kKStages; ++s) {
+        mbar_init(k_full(r, s), 1);
+        mbar_init(k_empty(r, s), 128 * Cfg::kGroupsPerRing);
+      }
+      for (int s = 0; s < kVStages; ++s) {
+        mbar_init(v_full(r, s), 1);
+        mbar_init(v_empty(r, s), 128 * Cfg::kGroupsPerRing);
+      }
     }
     mbar_init_fence();
   }
   __syncthreads();  // the last CTA-wide barrier: from here on, only the mbarriers
 
   if (tid >= Cfg::kConsumers) {
-    // The producer: its first thread issues every copy. With two groups every row is dense, so
-    // the first group's list is everyone's. Q of every group first (a group past the last query
+    // The producer: the first thread of producer warp r issues every copy of ring r, so one
+    // ring never waits for another's consumers. A shared ring serves dense rows: the first
+    // group's list is everyone's. Q of the ring's groups first (a group past the last query
     // block loads rows past the end: zeros, never stored).
     if constexpr (Cfg::kProducerRegisters > 0) {
       warpgroup_release_registers<Cfg::kProducerRegisters>();
     }
-    if (tid != Cfg::kConsumers) return;
-    const FlashRow<kWgD> fr(p, first_q_block, head, batch);
-    const int tiles = (fr.count + kPerTile - 1) / kPerTile;
-    mbar_arrive_expect_tx(q_full, kWgQBytes * Cfg::kGroups);
-    for (int g = 0; g < Cfg::kGroups; ++g) {
-      load_block(s_base + kWgQBytes * g, kWgHalfBytes, &q_map, q_full,
+    const int producer_warp = (tid - Cfg::kConsumers) / 32;
+    if (producer_warp >= Cfg::kRings || lane != 0) return;
+    const int ring = Cfg::kRings == 1 ? 0 : producer_warp;
+    const int first_group = ring * Cfg::kGroupsPerRing;
+    const int q_block = first_q_block + first_group;
+    const FlashRow<kWgD> fr = row_of(q_block);
+    const int tiles = tiles_of(q_block, fr);
+    mbar_arrive_expect_tx(q_full(ring), kWgQBytes * Cfg::kGroupsPerRing);
+    for (int g = first_group; g < first_group + Cfg::kGroupsPerRing; ++g) {
+      load_block(s_base + kWgQBytes * g, kWgHalfBytes, &q_map, q_full(ring),
                  static_cast<std::int64_t>(first_q_block + g) * 64, head, batch);
     }
     // K (or V) of tile t into its stage, once every consumer released the stage's previous use.
     auto load_kv = [&](bool is_v, int t) {
-      const int stage = t % kStages;
-      const int use = t / kStages;
-      if (use > 0) mbar_wait(is_v ? v_empty(stage) : k_empty(stage), (use - 1) & 1);
-      const std::uint32_t full = is_v ? v_full(stage) : k_full(stage);
+      const int stages = is_v ? kVStages : kKStages;
+      const int stage = t % stages;
+      const int use = t / stages;
+      if (use > 0) mbar_wait(is_v ? v_empty(ring, stage) : k_empty(ring, stage), (use - 1) & 1);
+      const std::uint32_t full = is_v ? v_full(ring, stage) : k_full(ring, stage);
       mbar_arrive_expect_tx(full, kTileBytes);
 #pragma unroll
       for (int b = 0; b < kPerTile; ++b) {
         const int i = t * kPerTile + b;
         const std::int64_t token0 =
             static_cast<std::int64_t>(fr.key_block(i < fr.count ? i : t * kPerTile)) * 64;
-        load_block((is_v ? s_v(stage) : s_k(stage)) + b * kWgHalfBytes, kKeys * 128,
+        load_block((is_v ? s_v(ring, stage) : s_k(ring, stage)) + b * kWgHalfBytes, kKeys * 128,
                    is_v ? &v_map : &k_map, full, token0, head, batch);
       }
     };
@@ -184,10 +224,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     warpgroup_claim_registers<Cfg::kConsumerRegisters>();
   }
   const int group = Cfg::kGroups == 1 ? 0 : __shfl_sync(0xffffffffu, tid / 128, 0);
+  const int ring = Cfg::kSharedRing ? 0 : group;
   const int warp = (tid % 128) / 32;
   const int q_block = first_q_block + group;
-  const FlashRow<kWgD> fr(p, q_block, head, batch);
-  const int tiles = (fr.count + kPerTile - 1) / kPerTile;
+  const FlashRow<kWgD> fr = row_of(q_block);
+  const int tiles = tiles_of(q_block, fr);
   const std::uint32_t s_q = s_base + kWgQBytes * group;
 
   // Keys of each block slot of tile t that exist: 64, fewer for the last block of the
@@ -211,30 +252,50 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   // Ping-pong: the products of a step are issued between sync on the group's own named barrier
   // (1 + group) and arrive on the other's, so the groups alternate on the tensor cores while
-  // the other one runs its softmax. Barrier counts (tiles + 1 steps, tiles > 0; with no tile
-  // no barrier is touched): each group syncs its own barrier in every step; group 0 arrives
-  // on group 1's in every step; group 1 arrives on group 0's once before its first step (group
-  // 0 goes first) and in every step but the last. So each barrier completes tiles + 1 times,
-  // with both groups' 128 threads each time. Both groups have the same tile count (two groups:
-  // dense rows).
+  // the other one runs its softmax. A group's own steps: tiles + 1 (none without a tile). Both
+  // groups take `turns` turns, the larger of the two groups' step counts (with a shared ring
+  // both have the same): a group with fewer steps takes the rest as empty turns (take, pass)
+  // after its own. Barrier counts: each group syncs its own barrier in every turn; group 0
+  // arrives on group 1's in every turn; group 1 arrives on group 0's once before its first turn
+  // (group 0 goes first) and in every turn but the last. So each barrier completes `turns`
+  // times, with both groups' 128 threads each time. No barrier is touched when turns == 0.
+  int empty_turns = 0;  // after the group's own steps
+  int turns = tiles > 0 ? tiles + 1 : 0;
+  if constexpr (Cfg::kPingPong && !Cfg::kSharedRing) {
+    const int other_block = first_q_block + 1 - group;
+    const int other_tiles = tiles_of(other_block, row_of(other_block));
+    const int most = tiles > other_tiles ? tiles : other_tiles;
+    empty_turns = (most > 0 ? most + 1 : 0) - turns;
+    turns += empty_turns;
+  }
   auto take_turn = [&] {
     if constexpr (Cfg::kPingPong) named_barrier_sync<256>(1 + group);
   };
   auto pass_turn = [&] {
     if constexpr (Cfg::kPingPong) named_barrier_arrive<256>(2 - group);
   };
-  auto last_pass = [&] {  // the last step's
-    if (group == 0) pass_turn();
+  auto last_pass = [&] {  // the last of the group's own steps
+    if (group == 0 || empty_turns > 0) pass_turn();
   };
   if constexpr (Cfg::kPingPong) {
-    if (group == 1 && tiles > 0) named_barrier_arrive<256>(1);
+    if (group == 1 && turns > 0) named_barrier_arrive<256>(1);
   }
   // After setmaxnreg.inc a trap must be out of line (tma.cuh: trap_out_of_line).
   constexpr bool kRaised = Cfg::kProducerRegisters > 0;
-  auto wait_k = [&](int t) { mbar_wait<kRaised>(k_full(t % kStages), (t / kStages) & 1); };
-  auto wait_v = [&](int t) { mbar_wait<kRaised>(v_full(t % kStages), (t / kStages) & 1); };
+  auto wait_k = [&](int t) { mbar_wait<kRaised>(k_full(ring, t % kKStages), (t / kKStages) & 1); };
+  auto wait_v = [&](int t) { mbar_wait<kRaised>(v_full(ring, t % kVStages), (t / kVStages) & 1); };
 
-  mbar_wait<kRaised>(q_full, 0);
+  mbar_wait<kRaised>(q_full(ring), 0);
+  // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory.
+  std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
+  if constexpr (Cfg::kQInRegisters) load_q_fragments(qa, s_q, warp, lane);
+  auto issue_s_of = [&](float(&s)[kKeys / 2], int t) {
+    if constexpr (Cfg::kQInRegisters) {
+      issue_s_rs<kKeys>(s, qa, s_k(ring, t % kKStages));
+    } else {
+      issue_s<kKeys>(s, s_q, s_k(ring, t % kKStages));
+    }
+  };
   std::uint32_t a[kKeys / 16][4];  // P of the previous tile
   // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
   // while P V runs; step 0 has no P V, the last step (tiles) only P V. With ping-pong, a
@@ -246,16 +307,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     wait_k(0);
     take_turn();
     wgmma_fence();
-    issue_s<kKeys>(s, s_q, s_k(0));
+    issue_s_of(s, 0);
     pass_turn();
     wgmma_wait<0>();
-    mbar_arrive(k_empty(0));
+    mbar_arrive(k_empty(ring, 0));
     softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
     pack_p<kKeys>(a, s);
   }
   for (int t = 1; t < tiles; ++t) {
-    const int stage = t % kStages;
-    const int prev = (t - 1) % kStages;
+    const int prev = (t - 1) % kVStages;
     float s[kKeys / 2];  // declared per step: no value flows into the next step's S
     int valid[kPerTile];
     valid_keys(t, valid);
@@ -263,14 +323,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     wait_v(t - 1);
     take_turn();
     wgmma_fence();
-    issue_s<kKeys>(s, s_q, s_k(stage));
-    issue_pv<kKeys>(o, a, s_v(prev));
+    issue_s_of(s, t);
+    issue_pv<kKeys>(o, a, s_v(ring, prev));
     pass_turn();
     wgmma_wait<1>();  // S of tile t: its K stage is free
-    mbar_arrive(k_empty(stage));
+    mbar_arrive(k_empty(ring, t % kKStages));
     softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
     wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
-    mbar_arrive(v_empty(prev));
+    mbar_arrive(v_empty(ring, prev));
     rescale(o, correction);
     pack_p<kKeys>(a, s);
   }
@@ -279,13 +339,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     wait_v(last);
     take_turn();
     wgmma_fence();
-    issue_pv<kKeys>(o, a, s_v(last % kStages));
+    issue_pv<kKeys>(o, a, s_v(ring, last % kVStages));
     last_pass();
     wgmma_wait<0>();
-    mbar_arrive(v_empty(last % kStages));
+    mbar_arrive(v_empty(ring, last % kVStages));
   }
+  for (int e = 0; e < empty_turns; ++e) {
+    take_turn();
+    if (group == 0 || e + 1 < empty_turns) pass_turn();
+  }
+  if (!Cfg::kSharedRing && q_block >= p.blocks) return;  // no row (fr is a neighbour's)
 
-  // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
+    // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     store_row<kWgD>(p, fr, q_block, warp * 16 + lane / 4 + hr * 8, l[hr], lane,
@@ -295,14 +360,63 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 }
 
 // Dense: two consumer warpgroups on neighbouring query blocks share 192-key tiles (three listed
-// blocks, S as wgmma m64n192k16; 2 stages, 224 KB, 1 CTA per SM), pipelined and in ping-pong;
-// the producer a warpgroup at 24 registers, the consumers at 240 (S and P of a tile take 144).
-// Sparse rows: one consumer warpgroup per CTA (rows differ), 64-key tiles, pipelined, 2 CTAs per
-// SM (112 KB), a producer warp. The configurations measured against these on the H200 and
-// removed are listed in docs/attention.md.
-using DenseTma = TmaConfig<2, 192, 2, 1, 24>;
-using SparseTma = TmaConfig<1, 64, 3, 2, 0>;
-static_assert(DenseTma::kConsumerRegisters == 240);
+// blocks, S as wgmma m64n192k16; 2 stages, 224 KB, 1 CTA per SM), in ping-pong; the producer a
+// warpgroup at 24 registers, the consumers at 240 (S and P of a tile take 144).
+struct DenseSetup {
+  static constexpr int kGroups = 2;
+  static constexpr bool kSharedRing = true;
+  static constexpr int kKeys = 192;
+  static constexpr int kKStages = 2, kVStages = 2;
+  static constexpr int kMinBlocks = 1;
+  static constexpr int kProducerRegisters = 24;
+  static constexpr bool kPingPong = true;
+  static constexpr bool kQInRegisters = false;
+};
+// Sparse rows, the default (`tma`): one consumer warpgroup per CTA (rows differ), 64-key tiles,
+// 3 stages, 2 CTAs per SM (112 KB each), a producer warp.
+struct SparseSetup {
+  static constexpr int kGroups = 1;
+  static constexpr bool kSharedRing = true;
+  static constexpr int kKeys = 64;
+  static constexpr int kKStages = 3, kVStages = 3;
+  static constexpr int kMinBlocks = 2;
+  static constexpr int kProducerRegisters = 0;
+  static constexpr bool kPingPong = false;
+  static constexpr bool kQInRegisters = false;
+};
+// The candidates for sparse rows, each selectable by name until measured against SparseSetup:
+// `tma-sparse-rq`: SparseSetup with Q in registers (S reads only K from shared memory: with
+// 64-key tiles, S from shared memory reads as many Q bytes as K bytes).
+// The 32 registers of Q do not fit in the 168 a thread of two 5-warp CTAs gets (ptxas spilled),
+// so the producer is a warpgroup at 24 registers and the consumers get 232 (2 x 256 threads).
+struct SparseQInRegistersSetup : SparseSetup {
+  static constexpr int kProducerRegisters = 24;
+  static constexpr bool kQInRegisters = true;
+};
+// `tma-sparse-pair`: the dense set-up's CTA (two consumer warpgroups on neighbouring query blocks
+// at 240 registers, a producer warpgroup at 24, ping-pong) with a ring per group, each on its
+// own list (64-key tiles, 3 stages: 2 x 96 KB + two Q blocks, 224 KB, 1 CTA per SM); warp r of
+// the producer issues ring r's copies.
+struct SparsePairSetup : DenseSetup {
+  static constexpr bool kSharedRing = false;
+  static constexpr int kKeys = 64;
+  static constexpr int kKStages = 3, kVStages = 3;
+};
+// `tma-sparse-pair128`: the same on 128-key tiles, K one stage and V two per ring (96 KB a
+// group): K(t + 1) is loaded as soon as S(t) read K(t), during the softmax of tile t and the
+// other group's turn; V(t + 1) a step ahead, as before.
+struct SparsePair128Setup : SparsePairSetup {
+  static constexpr int kKeys = 128;
+  static constexpr int kKStages = 1, kVStages = 2;
+};
+// `tma-sparse-pair-rq`: `tma-sparse-pair` with Q in registers (the consumers have 240).
+struct SparsePairQInRegistersSetup : SparsePairSetup {
+  static constexpr bool kQInRegisters = true;
+};
+using DenseTma = TmaConfig<DenseSetup>;
+static_assert(DenseTma::kConsumerRegisters == 240 && DenseTma::kSmemBytes <= 227 * 1024);
+static_assert(TmaConfig<SparsePairSetup>::kSmemBytes <= 227 * 1024);
+static_assert(TmaConfig<SparsePair128Setup>::kSmemBytes <= 227 * 1024);
 
 template <class Cfg>
 void launch(const FlashParams& params, cudaStream_t stream) {
@@ -321,11 +435,27 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-void run_flash_tma(const FlashParams& params, cudaStream_t stream) {
+void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t stream) {
   if (params.kv_count == nullptr) {
     launch<DenseTma>(params, stream);
-  } else {
-    launch<SparseTma>(params, stream);
+    return;
+  }
+  switch (sparse) {
+    case TmaSparse::OneGroup:
+      launch<TmaConfig<SparseSetup>>(params, stream);
+      break;
+    case TmaSparse::QInRegisters:
+      launch<TmaConfig<SparseQInRegistersSetup>>(params, stream);
+      break;
+    case TmaSparse::Pair:
+      launch<TmaConfig<SparsePairSetup>>(params, stream);
+      break;
+    case TmaSparse::Pair128:
+      launch<TmaConfig<SparsePair128Setup>>(params, stream);
+      break;
+    case TmaSparse::PairQInRegisters:
+      launch<TmaConfig<SparsePairQInRegistersSetup>>(params, stream);
+      break;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "gpu_case.hpp"
 #include "kernel_choice.hpp"
@@ -113,6 +114,24 @@ INSTANTIATE_TEST_SUITE_P(
                       FlashCase{{1, 640, 2, 128}, "tma"}, FlashCase{{2, 960, 2, 128}, "tma"},
                       FlashCase{{1, 1500, 2, 128}, "tma"}),
     case_name);
+
+// The TMA kernel's candidate set-ups for block lists (dense launches run `tma`'s) on the same
+// shapes: random lists of unequal lengths on neighbouring query blocks (the paired set-ups' empty
+// turns), dense rows among them, odd block counts (a paired CTA's second group without a row).
+std::vector<FlashCase> sparse_setup_cases() {
+  std::vector<FlashCase> cases;
+  for (const char* setup : kSparseSetups) {
+    for (const ShapeCase shape :
+         {ShapeCase{1, 37, 2, 128}, ShapeCase{2, 300, 2, 128}, ShapeCase{1, 129, 1, 128},
+          ShapeCase{3, 450, 2, 128}, ShapeCase{1, 640, 2, 128}, ShapeCase{2, 960, 2, 128},
+          ShapeCase{1, 1500, 2, 128}}) {
+      cases.push_back({shape, setup});
+    }
+  }
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(TmaSparse, FlashForward, ::testing::ValuesIn(sparse_setup_cases()),
+                         case_name);
 
 // The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
 // 128 shapes it was tested on as the default, and a one-block sequence.

@@ -130,7 +130,8 @@ std::vector<float> output_row(const DeviceBuffer& out, const SampledRow& r) {
 }
 
 // On both Hopper kernels: TMA (the default; its tensor maps take 600,017 tokens as a 32-bit
-// coordinate; rows are 64-bit offsets in its list reads) and wgmma.
+// coordinate; rows are 64-bit offsets in its list reads), each of its candidate set-ups for
+// block lists, and wgmma.
 class LongSequence : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
@@ -241,7 +242,10 @@ std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info)
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("tma", "wgmma"), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence,
+                         ::testing::Values("tma", kSparseSetups[0], kSparseSetups[1],
+                                           kSparseSetups[2], kSparseSetups[3], "wgmma"),
+                         kernel_name);
 INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma"), kernel_name);
 
 }  // namespace
