@@ -6,8 +6,8 @@
 // kernel (flash_tma.cu) by default (the fastest measured, docs/attention.md), the wgmma kernel with
 // its cp.async ring (flash_wgmma.cu) where the driver has no tensor maps or with
 // MEMPLAN_ATTENTION_KERNEL=wgmma; MEMPLAN_ATTENTION_KERNEL=tma asks for the TMA kernel explicitly,
-// =tma-sparse-rq, =tma-sparse-pair, =tma-sparse-pair128 and =tma-sparse-pair-rq for the TMA kernel
-// with a candidate
+// =tma-sparse-wr, =tma-sparse-rq, =tma-sparse-pair, =tma-sparse-pair128 and =tma-sparse-pair-rq for
+// the TMA kernel with a candidate
 // set-up for block lists (dense launches as tma; flash_tma.hpp), =mma forces mma.sync. The variable
 // is read at every launch, so a process (the tests, the benchmark) can run each path.
 #include <cmath>
@@ -44,6 +44,7 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 enum class KernelChoice {
   Default,
   Tma,
+  TmaSparseWr,
   TmaSparseRq,
   TmaSparsePair,
   TmaSparsePair128,
@@ -56,15 +57,17 @@ KernelChoice kernel_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
   if (value == nullptr || *value == '\0') return KernelChoice::Default;
   if (std::strcmp(value, "tma") == 0) return KernelChoice::Tma;
+  if (std::strcmp(value, "tma-sparse-wr") == 0) return KernelChoice::TmaSparseWr;
   if (std::strcmp(value, "tma-sparse-rq") == 0) return KernelChoice::TmaSparseRq;
   if (std::strcmp(value, "tma-sparse-pair") == 0) return KernelChoice::TmaSparsePair;
   if (std::strcmp(value, "tma-sparse-pair128") == 0) return KernelChoice::TmaSparsePair128;
   if (std::strcmp(value, "tma-sparse-pair-rq") == 0) return KernelChoice::TmaSparsePairRq;
   if (std::strcmp(value, "wgmma") == 0) return KernelChoice::Wgmma;
   if (std::strcmp(value, "mma") == 0) return KernelChoice::Mma;
-  throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
-                        " is none of tma, tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, "
-                        "tma-sparse-pair-rq, wgmma, mma");
+  throw InvalidArgument(
+      std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
+      " is none of tma, tma-sparse-wr, tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, "
+      "tma-sparse-pair-rq, wgmma, mma");
 }
 
 }  // namespace
@@ -73,7 +76,9 @@ void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
   const KernelChoice choice = kernel_choice();
   const bool hopper =
       params.head_dim == 128 && choice != KernelChoice::Mma && flash_wgmma_available();
-  if (hopper && choice == KernelChoice::TmaSparseRq) {
+  if (hopper && choice == KernelChoice::TmaSparseWr) {
+    run_flash_tma(params, TmaSparse::WarpRelease, stream);
+  } else if (hopper && choice == KernelChoice::TmaSparseRq) {
     run_flash_tma(params, TmaSparse::QInRegisters, stream);
   } else if (hopper && choice == KernelChoice::TmaSparsePair) {
     run_flash_tma(params, TmaSparse::Pair, stream);

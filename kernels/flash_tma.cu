@@ -1,34 +1,37 @@
-// Block-sparse flash-attention forward for Hopper (sm_90a) with a TMA producer warp: the wgmma
+// Block-sparse flash-attention forward for Hopper (sm_90a) with a TMA producer: the wgmma
 // kernel's arithmetic (flash_wgmma.cu), with the loads taken off the warpgroups that compute.
 //
-// A CTA holds GROUPS consumer warpgroups, each on its own 64-row query block (GROUPS > 1 only
-// for dense launches, where every row's key list is the same), and a producer warp (or a
-// producer warpgroup that gives its registers to the consumers). The producer's first thread
-// loads Q, then for each key tile (KEYS / 64 listed 64-token blocks side by side: any blocks of
-// the row's list, each loaded on its own) K and V with bulk-tensor copies (cp.async.bulk.tensor,
-// 128B swizzle: the layout the wgmma descriptors read) into a ring of STAGES stages. A list
-// whose length is not a multiple of KEYS / 64 ends with a tile whose empty slots hold its first
-// block again (finite values, fully masked): the bytes a stage expects never vary. How consumers
-// overlap softmax with the products: see TmaConfig.
+// A CTA holds one or two consumer warpgroups (groups), each on its own 64-row query block, and
+// a producer warp (or a producer warpgroup that gives its registers to the consumers). The
+// groups share one K/V ring (dense launches: every row's key list is the same) or have a ring
+// each (block lists). The first thread of producer warp r loads the Q of ring r's groups, then
+// for each key tile (KEYS / 64 listed 64-token blocks side by side: any blocks of the row's
+// list, each loaded on its own) K and V with bulk-tensor copies (cp.async.bulk.tensor, 128B
+// swizzle: the layout the wgmma descriptors read) into the ring's K_STAGES K and V_STAGES V
+// stages. A list whose length is not a multiple of KEYS / 64 ends with a tile whose empty slots
+// hold its first block again (finite values, fully masked): the bytes a stage expects never
+// vary. How consumers overlap softmax with the products: see TmaConfig.
 //
-// Synchronisation: mbarriers in shared memory, no CTA barrier after set-up.
-//   q_full        1 arrival (the producer's expect_tx) + the bytes of every group's Q.
+// Synchronisation: mbarriers in shared memory, per ring, no CTA barrier after set-up.
+//   q_full        1 arrival (the producer's expect_tx) + the bytes of the ring's groups' Q.
 //   k_full[s], v_full[s]    1 arrival + one tile's bytes; phase n = the n-th use of stage s.
-//   k_empty[s], v_empty[s]  one arrival per consumer thread, after its warpgroup's wgmma that
-//                           read the tile completed (wgmma.wait_group).
-// Invariants: tile t lives in stage t % STAGES as that stage's use n = t / STAGES; consumers
-// wait k_full / v_full with parity n & 1; the producer refills stage s for use n > 0 only after
-// waiting k_empty / v_empty with parity (n - 1) & 1, i.e. after every consumer thread released
-// use n - 1. So no barrier can run two phases ahead of a waiter (a consumer cannot release use
-// n before use n was loaded, the producer cannot load use n + 1 before use n was released), and
-// parity names the phase unambiguously. Every consumer thread arrives on each empty barrier
-// exactly once per tile. No deadlock: consumer step t needs K(t) and V(t - 1) (P V of a tile
-// runs in the step after its S); the producer issues K(j), V(j) in tile order and
-// first waits for the release of K(j - STAGES) (step j - STAGES) or V(j - STAGES) (step
-// j - STAGES + 1), steps that need only K and V of tiles before j, issued already. Ping-pong
-// turns pass right after a group issued its products, never across an mbarrier wait, so it
-// adds no cycle. Waits trap after 10 s (tma.cuh): a broken invariant fails the launch instead
-// of hanging.
+//   k_empty[s], v_empty[s]  one arrival per consumer thread of the ring's groups, after its
+//                           warpgroup's wgmma that read the tile completed (wgmma.wait_group).
+// Invariants (STAGES is K_STAGES for K, V_STAGES for V): tile t lives in stage t % STAGES as
+// that stage's use n = t / STAGES; consumers wait k_full / v_full with parity n & 1; the
+// producer refills stage s for use n > 0 only after waiting k_empty / v_empty with parity
+// (n - 1) & 1, i.e. after every consumer thread released use n - 1. So no barrier can run two
+// phases ahead of a waiter (a consumer cannot release use n before use n was loaded, the
+// producer cannot load use n + 1 before use n was released), and parity names the phase
+// unambiguously. Every consumer thread arrives on each empty barrier of its ring exactly once
+// per tile. No deadlock: consumer step t needs K(t) and V(t - 1) (P V of a tile runs in the step
+// after its S); the producer issues K(j), V(j) in tile order and first waits for the release of
+// K(j - K_STAGES) (step j - K_STAGES) or V(j - V_STAGES) (step j - V_STAGES + 1), steps that need
+// only K and V of tiles before j, issued already. A ring's producer thread waits only for its
+// own groups, so rings never wait for each other. Ping-pong turns pass right after a group
+// issued its products, never across an mbarrier wait, and a group's mbarrier waits depend only
+// on its own ring, so turns add no cycle. Waits trap after 10 s (tma.cuh): a broken invariant
+// fails the launch instead of hanging.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -64,7 +67,10 @@ namespace {
 //                  had at entry;
 //   kPingPong      two groups take turns (with one ring each, for as many steps as the longer
 //                  list needs: the group with fewer tiles only takes and passes its turns);
-//   kQInRegisters  S reads Q from registers (wgmma with A from registers), not shared memory.
+//   kQInRegisters  S reads Q from registers (wgmma with A from registers), not shared memory;
+//   kReleasePerWarp      a consumer warp releases a stage with one arrival (its lane 0, after
+//                  the warp's wgmma.wait_group), not one per thread: 4 arrivals a group per tile
+//                  instead of 128 on the same shared-memory word.
 template <class Setup>
 struct TmaConfig : Setup {
   using Setup::kGroups, Setup::kSharedRing, Setup::kKeys, Setup::kKStages, Setup::kVStages,
@@ -73,6 +79,8 @@ struct TmaConfig : Setup {
   static constexpr int kGroupsPerRing = kGroups / kRings;
   static constexpr int kBlocksPerTile = kKeys / 64;
   static constexpr int kConsumers = 128 * kGroups;
+  // Arrivals that release a stage of a ring: per consumer thread or per consumer warp.
+  static constexpr int kReleases = kGroupsPerRing * (Setup::kReleasePerWarp ? 4 : 128);
   static constexpr int kProducerThreads = kProducerRegisters > 0 ? 128 : 32;
   static constexpr int kThreads = kConsumers + kProducerThreads;
   // Registers a thread has at entry: the register file (64K) shared by the CTAs, in steps of 8.
@@ -163,11 +171,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       mbar_init(q_full(r), 1);
       for (int s = 0; s < kKStages; ++s) {
         mbar_init(k_full(r, s), 1);
-        mbar_init(k_empty(r, s), 128 * Cfg::kGroupsPerRing);
+        mbar_init(k_empty(r, s), Cfg::kReleases);
       }
       for (int s = 0; s < kVStages; ++s) {
         mbar_init(v_full(r, s), 1);
-        mbar_init(v_empty(r, s), 128 * Cfg::kGroupsPerRing);
+        mbar_init(v_empty(r, s), Cfg::kReleases);
       }
     }
     mbar_init_fence();
@@ -285,6 +293,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   auto wait_k = [&](int t) { mbar_wait<kRaised>(k_full(ring, t % kKStages), (t / kKStages) & 1); };
   auto wait_v = [&](int t) { mbar_wait<kRaised>(v_full(ring, t % kVStages), (t / kVStages) & 1); };
 
+  // After the warpgroup's wgmma that read a stage completed (wgmma.wait_group, which the whole
+  // warp executes), the stage is released.
+  auto release = [&](std::uint32_t empty) {
+    if (!Cfg::kReleasePerWarp || lane == 0) mbar_arrive(empty);
+  };
+
   mbar_wait<kRaised>(q_full(ring), 0);
   // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory.
   std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
@@ -310,7 +324,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     issue_s_of(s, 0);
     pass_turn();
     wgmma_wait<0>();
-    mbar_arrive(k_empty(ring, 0));
+    release(k_empty(ring, 0));
     softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
     pack_p<kKeys>(a, s);
   }
@@ -327,10 +341,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     issue_pv<kKeys>(o, a, s_v(ring, prev));
     pass_turn();
     wgmma_wait<1>();  // S of tile t: its K stage is free
-    mbar_arrive(k_empty(ring, t % kKStages));
+    release(k_empty(ring, t % kKStages));
     softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
     wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
-    mbar_arrive(v_empty(ring, prev));
+    release(v_empty(ring, prev));
     rescale(o, correction);
     pack_p<kKeys>(a, s);
   }
@@ -342,7 +356,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     issue_pv<kKeys>(o, a, s_v(ring, last % kVStages));
     last_pass();
     wgmma_wait<0>();
-    mbar_arrive(v_empty(ring, last % kVStages));
+    release(v_empty(ring, last % kVStages));
   }
   for (int e = 0; e < empty_turns; ++e) {
     take_turn();
@@ -371,6 +385,7 @@ struct DenseSetup {
   static constexpr int kProducerRegisters = 24;
   static constexpr bool kPingPong = true;
   static constexpr bool kQInRegisters = false;
+  static constexpr bool kReleasePerWarp = false;
 };
 // Sparse rows, the default (`tma`): one consumer warpgroup per CTA (rows differ), 64-key tiles,
 // 3 stages, 2 CTAs per SM (112 KB each), a producer warp.
@@ -383,13 +398,19 @@ struct SparseSetup {
   static constexpr int kProducerRegisters = 0;
   static constexpr bool kPingPong = false;
   static constexpr bool kQInRegisters = false;
+  static constexpr bool kReleasePerWarp = false;
 };
-// The candidates for sparse rows, each selectable by name until measured against SparseSetup:
-// `tma-sparse-rq`: SparseSetup with Q in registers (S reads only K from shared memory: with
-// 64-key tiles, S from shared memory reads as many Q bytes as K bytes).
-// The 32 registers of Q do not fit in the 168 a thread of two 5-warp CTAs gets (ptxas spilled),
-// so the producer is a warpgroup at 24 registers and the consumers get 232 (2 x 256 threads).
-struct SparseQInRegistersSetup : SparseSetup {
+// The candidates for sparse rows, each selectable by name until measured against SparseSetup;
+// all release stages per warp.
+// `tma-sparse-wr`: SparseSetup releasing stages per warp, the only difference.
+struct SparseWarpReleaseSetup : SparseSetup {
+  static constexpr bool kReleasePerWarp = true;
+};
+// `tma-sparse-rq`: the same with Q in registers (S reads only K from shared memory: with
+// 64-key tiles, S from shared memory reads as many Q bytes as K bytes). The 32 registers of Q
+// do not fit in the 168 a thread of two 5-warp CTAs gets (ptxas spilled), so the producer is a
+// warpgroup at 24 registers and the consumers get 232 (2 x 256 threads).
+struct SparseQInRegistersSetup : SparseWarpReleaseSetup {
   static constexpr int kProducerRegisters = 24;
   static constexpr bool kQInRegisters = true;
 };
@@ -401,6 +422,7 @@ struct SparsePairSetup : DenseSetup {
   static constexpr bool kSharedRing = false;
   static constexpr int kKeys = 64;
   static constexpr int kKStages = 3, kVStages = 3;
+  static constexpr bool kReleasePerWarp = true;
 };
 // `tma-sparse-pair128`: the same on 128-key tiles, K one stage and V two per ring (96 KB a
 // group): K(t + 1) is loaded as soon as S(t) read K(t), during the softmax of tile t and the
@@ -443,6 +465,9 @@ void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t str
   switch (sparse) {
     case TmaSparse::OneGroup:
       launch<TmaConfig<SparseSetup>>(params, stream);
+      break;
+    case TmaSparse::WarpRelease:
+      launch<TmaConfig<SparseWarpReleaseSetup>>(params, stream);
       break;
     case TmaSparse::QInRegisters:
       launch<TmaConfig<SparseQInRegistersSetup>>(params, stream);

@@ -11,9 +11,9 @@ namespace memplan::attention::detail {
 
 // Dense launches and block lists run different set-ups of the kernel (flash_tma.cu). Block
 // lists: one consumer warpgroup per CTA (`tma`, the default), or a candidate being measured
-// against it (MEMPLAN_ATTENTION_KERNEL=tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128,
-// tma-sparse-pair-rq).
-enum class TmaSparse { OneGroup, QInRegisters, Pair, Pair128, PairQInRegisters };
+// against it (MEMPLAN_ATTENTION_KERNEL=tma-sparse-wr, tma-sparse-rq, tma-sparse-pair,
+// tma-sparse-pair128, tma-sparse-pair-rq).
+enum class TmaSparse { OneGroup, WarpRelease, QInRegisters, Pair, Pair128, PairQInRegisters };
 
 void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t stream);
 

@@ -242,10 +242,15 @@ std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info)
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence,
-                         ::testing::Values("tma", kSparseSetups[0], kSparseSetups[1],
-                                           kSparseSetups[2], kSparseSetups[3], "wgmma"),
-                         kernel_name);
+// tma, its candidate set-ups for block lists, wgmma.
+std::vector<const char*> sparse_kernels() {
+  std::vector<const char*> kernels{"tma"};
+  kernels.insert(kernels.end(), kSparseSetups.begin(), kSparseSetups.end());
+  kernels.push_back("wgmma");
+  return kernels;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::ValuesIn(sparse_kernels()), kernel_name);
 INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma"), kernel_name);
 
 }  // namespace

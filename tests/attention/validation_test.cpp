@@ -44,7 +44,7 @@ TEST(AttentionValidation, UnknownKernelChoiceIsAnErrorNamingIt) {
   } catch (const InvalidArgument& error) {
     EXPECT_NE(std::string(error.what()).find("tma2"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what())
-                  .find("tma, tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, "
+                  .find("tma, tma-sparse-wr, tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, "
                         "tma-sparse-pair-rq, wgmma, mma"),
               std::string::npos)
         << error.what();
