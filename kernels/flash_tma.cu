@@ -431,8 +431,12 @@ struct SparsePair128Setup : SparsePairSetup {
   static constexpr int kKeys = 128;
   static constexpr int kKStages = 1, kVStages = 2;
 };
-// `tma-sparse-pair-rq`: `tma-sparse-pair` with Q in registers (the consumers have 240).
+// `tma-sparse-pair-rq`, `tma-sparse-pair128-rq`: the pairs with Q in registers (the consumers
+// have 240).
 struct SparsePairQInRegistersSetup : SparsePairSetup {
+  static constexpr bool kQInRegisters = true;
+};
+struct SparsePair128QInRegistersSetup : SparsePair128Setup {
   static constexpr bool kQInRegisters = true;
 };
 using DenseTma = TmaConfig<DenseSetup>;
@@ -480,6 +484,9 @@ void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t str
       break;
     case TmaSparse::PairQInRegisters:
       launch<TmaConfig<SparsePairQInRegistersSetup>>(params, stream);
+      break;
+    case TmaSparse::Pair128QInRegisters:
+      launch<TmaConfig<SparsePair128QInRegistersSetup>>(params, stream);
       break;
   }
 }

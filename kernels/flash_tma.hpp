@@ -12,8 +12,16 @@ namespace memplan::attention::detail {
 // Dense launches and block lists run different set-ups of the kernel (flash_tma.cu). Block
 // lists: one consumer warpgroup per CTA (`tma`, the default), or a candidate being measured
 // against it (MEMPLAN_ATTENTION_KERNEL=tma-sparse-wr, tma-sparse-rq, tma-sparse-pair,
-// tma-sparse-pair128, tma-sparse-pair-rq).
-enum class TmaSparse { OneGroup, WarpRelease, QInRegisters, Pair, Pair128, PairQInRegisters };
+// tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq).
+enum class TmaSparse {
+  OneGroup,
+  WarpRelease,
+  QInRegisters,
+  Pair,
+  Pair128,
+  PairQInRegisters,
+  Pair128QInRegisters
+};
 
 void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t stream);
 

@@ -45,7 +45,7 @@ TEST(AttentionValidation, UnknownKernelChoiceIsAnErrorNamingIt) {
     EXPECT_NE(std::string(error.what()).find("tma2"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what())
                   .find("tma, tma-sparse-wr, tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, "
-                        "tma-sparse-pair-rq, wgmma, mma"),
+                        "tma-sparse-pair-rq, tma-sparse-pair128-rq, wgmma, mma"),
               std::string::npos)
         << error.what();
   }
