@@ -6,8 +6,8 @@
 // kernel (flash_tma.cu) by default (the fastest measured, docs/attention.md), the wgmma kernel with
 // its cp.async ring (flash_wgmma.cu) where the driver has no tensor maps or with
 // MEMPLAN_ATTENTION_KERNEL=wgmma; MEMPLAN_ATTENTION_KERNEL=tma asks for the TMA kernel explicitly,
-// =tma-sparse-wr, =tma-sparse-rq, =tma-sparse-pair, =tma-sparse-pair128, =tma-sparse-pair-rq and
-// =tma-sparse-pair128-rq for the TMA kernel with a candidate
+// =tma-sparse-wr, =tma-sparse-rq, =tma-sparse-pair, =tma-sparse-pair128, =tma-sparse-pair-rq,
+// =tma-sparse-pair128-rq and =tma-sparse-persistent for the TMA kernel with a candidate
 // set-up for block lists (dense launches as tma; flash_tma.hpp), =mma forces mma.sync. The variable
 // is read at every launch, so a process (the tests, the benchmark) can run each path.
 #include <cmath>
@@ -50,6 +50,7 @@ enum class KernelChoice {
   TmaSparsePair128,
   TmaSparsePairRq,
   TmaSparsePair128Rq,
+  TmaSparsePersistent,
   Wgmma,
   Mma
 };
@@ -64,12 +65,13 @@ KernelChoice kernel_choice() {
   if (std::strcmp(value, "tma-sparse-pair128") == 0) return KernelChoice::TmaSparsePair128;
   if (std::strcmp(value, "tma-sparse-pair-rq") == 0) return KernelChoice::TmaSparsePairRq;
   if (std::strcmp(value, "tma-sparse-pair128-rq") == 0) return KernelChoice::TmaSparsePair128Rq;
+  if (std::strcmp(value, "tma-sparse-persistent") == 0) return KernelChoice::TmaSparsePersistent;
   if (std::strcmp(value, "wgmma") == 0) return KernelChoice::Wgmma;
   if (std::strcmp(value, "mma") == 0) return KernelChoice::Mma;
   throw InvalidArgument(
       std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
       " is none of tma, tma-sparse-wr, tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, "
-      "tma-sparse-pair-rq, tma-sparse-pair128-rq, wgmma, mma");
+      "tma-sparse-pair-rq, tma-sparse-pair128-rq, tma-sparse-persistent, wgmma, mma");
 }
 
 }  // namespace
@@ -90,6 +92,8 @@ void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
     run_flash_tma(params, TmaSparse::PairQInRegisters, stream);
   } else if (hopper && choice == KernelChoice::TmaSparsePair128Rq) {
     run_flash_tma(params, TmaSparse::Pair128QInRegisters, stream);
+  } else if (hopper && choice == KernelChoice::TmaSparsePersistent) {
+    run_flash_tma(params, TmaSparse::Persistent, stream);
   } else if (hopper && (choice == KernelChoice::Tma ||
                         (choice == KernelChoice::Default && tensor_maps_available()))) {
     run_flash_tma(params, TmaSparse::OneGroup, stream);

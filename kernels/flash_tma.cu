@@ -35,6 +35,7 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -68,13 +69,17 @@ namespace {
 //   kPingPong      two groups take turns (with one ring each, for as many steps as the longer
 //                  list needs: the group with fewer tiles only takes and passes its turns);
 //   kQInRegisters  S reads Q from registers (wgmma with A from registers), not shared memory;
+//   kPersistent    one group, Q in registers: a grid of as many CTAs as fit at once, each CTA
+//                  running rows blockIdx.x, + gridDim.x, ... on one ring (the producer loads the
+//                  next row's tiles while the consumers finish a row: no ring to refill per row,
+//                  no tail of a last wave of whole rows); Q gets an empty barrier;
 //   kReleasePerWarp      a consumer warp releases a stage with one arrival (its lane 0, after
 //                  the warp's wgmma.wait_group), not one per thread: 4 arrivals a group per tile
 //                  instead of 128 on the same shared-memory word.
 template <class Setup>
 struct TmaConfig : Setup {
   using Setup::kGroups, Setup::kSharedRing, Setup::kKeys, Setup::kKStages, Setup::kVStages,
-      Setup::kMinBlocks, Setup::kProducerRegisters, Setup::kPingPong;
+      Setup::kMinBlocks, Setup::kProducerRegisters, Setup::kPingPong, Setup::kPersistent;
   static constexpr int kRings = kSharedRing ? 1 : kGroups;
   static constexpr int kGroupsPerRing = kGroups / kRings;
   static constexpr int kBlocksPerTile = kKeys / 64;
@@ -93,13 +98,18 @@ struct TmaConfig : Setup {
   static constexpr int kRingOffset = kWgQBytes * kGroups;  // the groups' Q blocks come first
   static constexpr int kRingBytes = kTileBytes * (kKStages + kVStages);  // K stages, V stages
   // Per ring: q_full, k_full[kKStages], v_full[kVStages], k_empty[kKStages], v_empty[kVStages].
-  static constexpr int kBarriersPerRing = 1 + 2 * (kKStages + kVStages);
+  static constexpr int kBarriersPerRing = 1 + 2 * (kKStages + kVStages) + (kPersistent ? 1 : 0);
+  // A ring's tile index matters modulo this (stage and phase parity of both K and V), once every
+  // stage was used.
+  static constexpr int kTilePeriod = 2 * kKStages * kVStages;
   static constexpr int kBarrierOffset = kRingOffset + kRingBytes * kRings;
   static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriersPerRing * kRings;
   static_assert(kKeys == 64 || kKeys == 128 || kKeys == 192, "key tiles of 1-3 64-token blocks");
   static_assert(kGroups == 1 || kGroups == 2, "one or two consumer warpgroups");
   static_assert(!kPingPong || kGroups == 2, "ping-pong takes two groups");
   static_assert(kRings <= kProducerThreads / 32, "one producer warp per ring");
+  static_assert(!kPersistent || (kGroups == 1 && Setup::kQInRegisters),
+                "persistent: one group, Q released once in registers");
   static_assert(kSmemBytes * kMinBlocks <= 228 * 1024 - 1024 * kMinBlocks,
                 "shared memory of the CTAs an SM must hold");
   static_assert(kProducerRegisters == 0 ||
@@ -139,8 +149,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
-  const int head = blockIdx.y;
-  const int batch = blockIdx.z;
+  // The CTA's rows, without kPersistent.
+  const int cta_head = blockIdx.y;
+  const int cta_batch = blockIdx.z;
   const int first_q_block = blockIdx.x * Cfg::kGroups;
 
   // Ring r's barriers and stages.
@@ -152,23 +163,37 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   auto v_full = [&](int r, int s) { return bar(r, 1 + kKStages + s); };
   auto k_empty = [&](int r, int s) { return bar(r, 1 + kKStages + kVStages + s); };
   auto v_empty = [&](int r, int s) { return bar(r, 1 + 2 * kKStages + kVStages + s); };
+  auto q_empty = [&](int r) { return bar(r, 1 + 2 * (kKStages + kVStages)); };  // kPersistent
   auto ring_base = [&](int r) { return s_base + Cfg::kRingOffset + Cfg::kRingBytes * r; };
   auto s_k = [&](int r, int s) { return ring_base(r) + kTileBytes * s; };
   auto s_v = [&](int r, int s) { return ring_base(r) + kTileBytes * (kKStages + s); };
-  // Tiles of the list of query block `q_block` (its row `fr`, or a neighbour's for a block past
-  // the last: an odd block count leaves the second group of the last CTA without a row). With a
-  // shared ring (dense) every group has the first group's list.
+  // The row of query block `q_block` of (head, batch); a block past the last (an odd block count
+  // leaves the second group of the last CTA without a row) gets the last block's, and no tile.
+  // With a shared ring (dense) every group has the first group's list.
+  auto row_of = [&](int q_block, int head, int batch) {
+    return FlashRow<kWgD>(p, q_block < p.blocks ? q_block : p.blocks - 1, head, batch);
+  };
   auto tiles_of = [&](int q_block, const FlashRow<kWgD>& fr) {
     if (!Cfg::kSharedRing && q_block >= p.blocks) return 0;
     return (fr.count + kPerTile - 1) / kPerTile;
   };
-  auto row_of = [&](int q_block) {
-    return FlashRow<kWgD>(p, q_block < p.blocks ? q_block : p.blocks - 1, head, batch);
+  // kPersistent: the CTA runs rows blockIdx.x, blockIdx.x + gridDim.x, ... of all batch x heads
+  // x blocks rows (in FlashRow's order, so the CTAs at work are on neighbouring rows of one
+  // head, whose K and V stay in L2); `visit(q_block, head, batch, i)` for the i-th.
+  auto for_each_row = [&](auto visit) {
+    const std::int64_t rows = static_cast<std::int64_t>(p.batch) * p.heads * p.blocks;
+    int i = 0;
+    for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x, ++i) {
+      const std::int64_t head_row = r / p.blocks;
+      visit(static_cast<int>(r % p.blocks), static_cast<int>(head_row % p.heads),
+            static_cast<int>(head_row / p.heads), i);
+    }
   };
 
   if (tid == 0) {
     for (int r = 0; r < Cfg::kRings; ++r) {
       mbar_init(q_full(r), 1);
+      if constexpr (Cfg::kPersistent) mbar_init(q_empty(r), Cfg::kReleases);
       for (int s = 0; s < kKStages; ++s) {
         mbar_init(k_full(r, s), 1);
         mbar_init(k_empty(r, s), Cfg::kReleases);
@@ -194,34 +219,56 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     if (producer_warp >= Cfg::kRings || lane != 0) return;
     const int ring = Cfg::kRings == 1 ? 0 : producer_warp;
     const int first_group = ring * Cfg::kGroupsPerRing;
-    const int q_block = first_q_block + first_group;
-    const FlashRow<kWgD> fr = row_of(q_block);
-    const int tiles = tiles_of(q_block, fr);
-    mbar_arrive_expect_tx(q_full(ring), kWgQBytes * Cfg::kGroupsPerRing);
-    for (int g = first_group; g < first_group + Cfg::kGroupsPerRing; ++g) {
-      load_block(s_base + kWgQBytes * g, kWgHalfBytes, &q_map, q_full(ring),
-                 static_cast<std::int64_t>(first_q_block + g) * 64, head, batch);
-    }
-    // K (or V) of tile t into its stage, once every consumer released the stage's previous use.
-    auto load_kv = [&](bool is_v, int t) {
-      const int stages = is_v ? kVStages : kKStages;
-      const int stage = t % stages;
-      const int use = t / stages;
-      if (use > 0) mbar_wait(is_v ? v_empty(ring, stage) : k_empty(ring, stage), (use - 1) & 1);
-      const std::uint32_t full = is_v ? v_full(ring, stage) : k_full(ring, stage);
-      mbar_arrive_expect_tx(full, kTileBytes);
-#pragma unroll
-      for (int b = 0; b < kPerTile; ++b) {
-        const int i = t * kPerTile + b;
-        const std::int64_t token0 =
-            static_cast<std::int64_t>(fr.key_block(i < fr.count ? i : t * kPerTile)) * 64;
-        load_block((is_v ? s_v(ring, stage) : s_k(ring, stage)) + b * kWgHalfBytes, kKeys * 128,
-                   is_v ? &v_map : &k_map, full, token0, head, batch);
+    // Q and the K and V tiles of one row (of the ring's first group's query block `q_block`);
+    // its tiles are the ring's tiles tile0, tile0 + 1, ... (tile0 modulo kTilePeriod; `wrapped`:
+    // the ring's tiles already went past kTilePeriod once, so every stage has a previous use).
+    // Returns how many.
+    auto produce_row = [&](int q_block, int head, int batch, int tile0, bool wrapped) {
+      const FlashRow<kWgD> fr = row_of(q_block, head, batch);
+      const int tiles = tiles_of(q_block, fr);
+      mbar_arrive_expect_tx(q_full(ring), kWgQBytes * Cfg::kGroupsPerRing);
+      for (int g = 0; g < Cfg::kGroupsPerRing; ++g) {
+        load_block(s_base + kWgQBytes * (first_group + g), kWgHalfBytes, &q_map, q_full(ring),
+                   static_cast<std::int64_t>(q_block + g) * 64, head, batch);
       }
+      // K (or V) of tile t into its stage, once every consumer released the stage's previous
+      // use.
+      auto load_kv = [&](bool is_v, int t) {
+        const int stages = is_v ? kVStages : kKStages;
+        const int stage = (tile0 + t) % stages;
+        const int use = (tile0 + t) / stages;
+        if (use > 0 || wrapped) {
+          mbar_wait(is_v ? v_empty(ring, stage) : k_empty(ring, stage), (use - 1) & 1);
+        }
+        const std::uint32_t full = is_v ? v_full(ring, stage) : k_full(ring, stage);
+        mbar_arrive_expect_tx(full, kTileBytes);
+#pragma unroll
+        for (int b = 0; b < kPerTile; ++b) {
+          const int i = t * kPerTile + b;
+          const std::int64_t token0 =
+              static_cast<std::int64_t>(fr.key_block(i < fr.count ? i : t * kPerTile)) * 64;
+          load_block((is_v ? s_v(ring, stage) : s_k(ring, stage)) + b * kWgHalfBytes, kKeys * 128,
+                     is_v ? &v_map : &k_map, full, token0, head, batch);
+        }
+      };
+      for (int t = 0; t < tiles; ++t) {  // K and V of each tile, in tile order
+        load_kv(false, t);
+        load_kv(true, t);
+      }
+      return tiles;
     };
-    for (int t = 0; t < tiles; ++t) {  // K and V of each tile, in tile order
-      load_kv(false, t);
-      load_kv(true, t);
+    if constexpr (Cfg::kPersistent) {
+      // Row i's Q overwrites row i - 1's once every consumer warp has it in registers.
+      int tile0 = 0;
+      bool wrapped = false;
+      for_each_row([&](int q_block, int head, int batch, int i) {
+        if (i > 0) mbar_wait(q_empty(ring), (i - 1) & 1);
+        const int end = tile0 + produce_row(q_block, head, batch, tile0, wrapped);
+        wrapped = wrapped || end >= Cfg::kTilePeriod;
+        tile0 = end % Cfg::kTilePeriod;
+      });
+    } else {
+      produce_row(first_q_block + first_group, cta_head, cta_batch, 0, false);
     }
     return;
   }
@@ -234,141 +281,160 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int group = Cfg::kGroups == 1 ? 0 : __shfl_sync(0xffffffffu, tid / 128, 0);
   const int ring = Cfg::kSharedRing ? 0 : group;
   const int warp = (tid % 128) / 32;
-  const int q_block = first_q_block + group;
-  const FlashRow<kWgD> fr = row_of(q_block);
-  const int tiles = tiles_of(q_block, fr);
-  const std::uint32_t s_q = s_base + kWgQBytes * group;
-
-  // Keys of each block slot of tile t that exist: 64, fewer for the last block of the
-  // sequence, 0 for a slot past the end of the list.
-  auto valid_keys = [&](int t, int(&valid)[kPerTile]) {
-#pragma unroll
-    for (int b = 0; b < kPerTile; ++b) {
-      const int i = t * kPerTile + b;
-      valid[b] = i < fr.count
-                     ? keys_in_block(static_cast<std::int64_t>(fr.key_block(i)) * 64, p.tokens)
-                     : 0;
-    }
-  };
-
-  float o[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) o[i] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY};
-  float l[2] = {0.0f, 0.0f};
-  float correction[2];
-
-  // Ping-pong: the products of a step are issued between sync on the group's own named barrier
-  // (1 + group) and arrive on the other's, so the groups alternate on the tensor cores while
-  // the other one runs its softmax. A group's own steps: tiles + 1 (none without a tile). Both
-  // groups take `turns` turns, the larger of the two groups' step counts (with a shared ring
-  // both have the same): a group with fewer steps takes the rest as empty turns (take, pass)
-  // after its own. Barrier counts: each group syncs its own barrier in every turn; group 0
-  // arrives on group 1's in every turn; group 1 arrives on group 0's once before its first turn
-  // (group 0 goes first) and in every turn but the last. So each barrier completes `turns`
-  // times, with both groups' 128 threads each time. No barrier is touched when turns == 0.
-  int empty_turns = 0;  // after the group's own steps
-  int turns = tiles > 0 ? tiles + 1 : 0;
-  if constexpr (Cfg::kPingPong && !Cfg::kSharedRing) {
-    const int other_block = first_q_block + 1 - group;
-    const int other_tiles = tiles_of(other_block, row_of(other_block));
-    const int most = tiles > other_tiles ? tiles : other_tiles;
-    empty_turns = (most > 0 ? most + 1 : 0) - turns;
-    turns += empty_turns;
-  }
-  auto take_turn = [&] {
-    if constexpr (Cfg::kPingPong) named_barrier_sync<256>(1 + group);
-  };
-  auto pass_turn = [&] {
-    if constexpr (Cfg::kPingPong) named_barrier_arrive<256>(2 - group);
-  };
-  auto last_pass = [&] {  // the last of the group's own steps
-    if (group == 0 || empty_turns > 0) pass_turn();
-  };
-  if constexpr (Cfg::kPingPong) {
-    if (group == 1 && turns > 0) named_barrier_arrive<256>(1);
-  }
   // After setmaxnreg.inc a trap must be out of line (tma.cuh: trap_out_of_line).
   constexpr bool kRaised = Cfg::kProducerRegisters > 0;
-  auto wait_k = [&](int t) { mbar_wait<kRaised>(k_full(ring, t % kKStages), (t / kKStages) & 1); };
-  auto wait_v = [&](int t) { mbar_wait<kRaised>(v_full(ring, t % kVStages), (t / kVStages) & 1); };
-
   // After the warpgroup's wgmma that read a stage completed (wgmma.wait_group, which the whole
   // warp executes), the stage is released.
   auto release = [&](std::uint32_t empty) {
     if (!Cfg::kReleasePerWarp || lane == 0) mbar_arrive(empty);
   };
 
-  mbar_wait<kRaised>(q_full(ring), 0);
-  // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory.
-  std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
-  if constexpr (Cfg::kQInRegisters) load_q_fragments(qa, s_q, warp, lane);
-  auto issue_s_of = [&](float(&s)[kKeys / 2], int t) {
-    if constexpr (Cfg::kQInRegisters) {
-      issue_s_rs<kKeys>(s, qa, s_k(ring, t % kKStages));
-    } else {
-      issue_s<kKeys>(s, s_q, s_k(ring, t % kKStages));
-    }
-  };
-  std::uint32_t a[kKeys / 16][4];  // P of the previous tile
-  // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
-  // while P V runs; step 0 has no P V, the last step (tiles) only P V. With ping-pong, a
-  // group's turn covers the issue of both products.
-  if (tiles > 0) {
-    float s[kKeys / 2];
-    int valid[kPerTile];
-    valid_keys(0, valid);
-    wait_k(0);
-    take_turn();
-    wgmma_fence();
-    issue_s_of(s, 0);
-    pass_turn();
-    wgmma_wait<0>();
-    release(k_empty(ring, 0));
-    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-    pack_p<kKeys>(a, s);
-  }
-  for (int t = 1; t < tiles; ++t) {
-    const int prev = (t - 1) % kVStages;
-    float s[kKeys / 2];  // declared per step: no value flows into the next step's S
-    int valid[kPerTile];
-    valid_keys(t, valid);
-    wait_k(t);
-    wait_v(t - 1);
-    take_turn();
-    wgmma_fence();
-    issue_s_of(s, t);
-    issue_pv<kKeys>(o, a, s_v(ring, prev));
-    pass_turn();
-    wgmma_wait<1>();  // S of tile t: its K stage is free
-    release(k_empty(ring, t % kKStages));
-    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-    wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
-    release(v_empty(ring, prev));
-    rescale(o, correction);
-    pack_p<kKeys>(a, s);
-  }
-  if (tiles > 0) {
-    const int last = tiles - 1;
-    wait_v(last);
-    take_turn();
-    wgmma_fence();
-    issue_pv<kKeys>(o, a, s_v(ring, last % kVStages));
-    last_pass();
-    wgmma_wait<0>();
-    release(v_empty(ring, last % kVStages));
-  }
-  for (int e = 0; e < empty_turns; ++e) {
-    take_turn();
-    if (group == 0 || e + 1 < empty_turns) pass_turn();
-  }
-  if (!Cfg::kSharedRing && q_block >= p.blocks) return;  // no row (fr is a neighbour's)
+  // The group's row: query block `q_block` of (head, batch), the i-th row of the CTA, its tiles
+  // the ring's tiles tile0, tile0 + 1, ... Returns how many.
+  auto consume_row = [&](int q_block, int head, int batch, int tile0, int row_index) {
+    const FlashRow<kWgD> fr = row_of(q_block, head, batch);
+    const int tiles = tiles_of(q_block, fr);
+    const std::uint32_t s_q = s_base + kWgQBytes * group;
 
-    // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
+    // Keys of each block slot of tile t that exist: 64, fewer for the last block of the
+    // sequence, 0 for a slot past the end of the list.
+    auto valid_keys = [&](int t, int(&valid)[kPerTile]) {
 #pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    store_row<kWgD>(p, fr, q_block, warp * 16 + lane / 4 + hr * 8, l[hr], lane,
-                    [&](int dt, int j) { return o[4 * dt + 2 * hr + j]; });
+      for (int b = 0; b < kPerTile; ++b) {
+        const int i = t * kPerTile + b;
+        valid[b] = i < fr.count
+                       ? keys_in_block(static_cast<std::int64_t>(fr.key_block(i)) * 64, p.tokens)
+                       : 0;
+      }
+    };
+
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY};
+    float l[2] = {0.0f, 0.0f};
+    float correction[2];
+
+    // Ping-pong: the products of a step are issued between sync on the group's own named
+    // barrier (1 + group) and arrive on the other's, so the groups alternate on the tensor cores
+    // while the other one runs its softmax. A group's own steps: tiles + 1 (none without a
+    // tile). Both groups take `turns` turns, the larger of the two groups' step counts (with a
+    // shared ring both have the same): a group with fewer steps takes the rest as empty turns
+    // (take, pass) after its own. Barrier counts: each group syncs its own barrier in every
+    // turn; group 0 arrives on group 1's in every turn; group 1 arrives on group 0's once
+    // before its first turn (group 0 goes first) and in every turn but the last. So each
+    // barrier completes `turns` times, with both groups' 128 threads each time. No barrier is
+    // touched when turns == 0.
+    int empty_turns = 0;  // after the group's own steps
+    int turns = tiles > 0 ? tiles + 1 : 0;
+    if constexpr (Cfg::kPingPong && !Cfg::kSharedRing) {
+      const int other_block = q_block + 1 - 2 * group;
+      const int other_tiles = tiles_of(other_block, row_of(other_block, head, batch));
+      const int most = tiles > other_tiles ? tiles : other_tiles;
+      empty_turns = (most > 0 ? most + 1 : 0) - turns;
+      turns += empty_turns;
+    }
+    auto take_turn = [&] {
+      if constexpr (Cfg::kPingPong) named_barrier_sync<256>(1 + group);
+    };
+    auto pass_turn = [&] {
+      if constexpr (Cfg::kPingPong) named_barrier_arrive<256>(2 - group);
+    };
+    auto last_pass = [&] {  // the last of the group's own steps
+      if (group == 0 || empty_turns > 0) pass_turn();
+    };
+    if constexpr (Cfg::kPingPong) {
+      if (group == 1 && turns > 0) named_barrier_arrive<256>(1);
+    }
+    auto wait_k = [&](int t) {
+      mbar_wait<kRaised>(k_full(ring, (tile0 + t) % kKStages), ((tile0 + t) / kKStages) & 1);
+    };
+    auto wait_v = [&](int t) {
+      mbar_wait<kRaised>(v_full(ring, (tile0 + t) % kVStages), ((tile0 + t) / kVStages) & 1);
+    };
+    auto k_stage = [&](int t) { return (tile0 + t) % kKStages; };
+    auto v_stage = [&](int t) { return (tile0 + t) % kVStages; };
+
+    mbar_wait<kRaised>(q_full(ring), row_index & 1);
+    // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory.
+    std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
+    if constexpr (Cfg::kQInRegisters) load_q_fragments(qa, s_q, warp, lane);
+    if constexpr (Cfg::kPersistent) release(q_empty(ring));  // the next row's Q may land
+    auto issue_s_of = [&](float(&s)[kKeys / 2], int t) {
+      if constexpr (Cfg::kQInRegisters) {
+        issue_s_rs<kKeys>(s, qa, s_k(ring, k_stage(t)));
+      } else {
+        issue_s<kKeys>(s, s_q, s_k(ring, k_stage(t)));
+      }
+    };
+    std::uint32_t a[kKeys / 16][4];  // P of the previous tile
+    // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
+    // while P V runs; step 0 has no P V, the last step (tiles) only P V. With ping-pong, a
+    // group's turn covers the issue of both products.
+    if (tiles > 0) {
+      float s[kKeys / 2];
+      int valid[kPerTile];
+      valid_keys(0, valid);
+      wait_k(0);
+      take_turn();
+      wgmma_fence();
+      issue_s_of(s, 0);
+      pass_turn();
+      wgmma_wait<0>();
+      release(k_empty(ring, k_stage(0)));
+      softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
+      pack_p<kKeys>(a, s);
+    }
+    for (int t = 1; t < tiles; ++t) {
+      float s[kKeys / 2];  // declared per step: no value flows into the next step's S
+      int valid[kPerTile];
+      valid_keys(t, valid);
+      wait_k(t);
+      wait_v(t - 1);
+      take_turn();
+      wgmma_fence();
+      issue_s_of(s, t);
+      issue_pv<kKeys>(o, a, s_v(ring, v_stage(t - 1)));
+      pass_turn();
+      wgmma_wait<1>();  // S of tile t: its K stage is free
+      release(k_empty(ring, k_stage(t)));
+      softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
+      wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
+      release(v_empty(ring, v_stage(t - 1)));
+      rescale(o, correction);
+      pack_p<kKeys>(a, s);
+    }
+    if (tiles > 0) {
+      const int last = tiles - 1;
+      wait_v(last);
+      take_turn();
+      wgmma_fence();
+      issue_pv<kKeys>(o, a, s_v(ring, v_stage(last)));
+      last_pass();
+      wgmma_wait<0>();
+      release(v_empty(ring, v_stage(last)));
+    }
+    for (int e = 0; e < empty_turns; ++e) {
+      take_turn();
+      if (group == 0 || e + 1 < empty_turns) pass_turn();
+    }
+    if (Cfg::kSharedRing || q_block < p.blocks) {  // else no row (fr is a neighbour's)
+      // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        store_row<kWgD>(p, fr, q_block, warp * 16 + lane / 4 + hr * 8, l[hr], lane,
+                        [&](int dt, int j) { return o[4 * dt + 2 * hr + j]; });
+      }
+    }
+    return tiles;
+  };
+  if constexpr (Cfg::kPersistent) {
+    int tile0 = 0;
+    for_each_row([&](int q_block, int head, int batch, int i) {
+      tile0 = (tile0 + consume_row(q_block, head, batch, tile0, i)) % Cfg::kTilePeriod;
+    });
+  } else {
+    consume_row(first_q_block + group, cta_head, cta_batch, 0, 0);
   }
 #endif
 }
@@ -386,6 +452,7 @@ struct DenseSetup {
   static constexpr bool kPingPong = true;
   static constexpr bool kQInRegisters = false;
   static constexpr bool kReleasePerWarp = false;
+  static constexpr bool kPersistent = false;
 };
 // Sparse rows, the default (`tma`): one consumer warpgroup per CTA (rows differ), 64-key tiles,
 // 3 stages, 2 CTAs per SM (112 KB each), a producer warp.
@@ -399,6 +466,7 @@ struct SparseSetup {
   static constexpr bool kPingPong = false;
   static constexpr bool kQInRegisters = false;
   static constexpr bool kReleasePerWarp = false;
+  static constexpr bool kPersistent = false;
 };
 // The candidates for sparse rows, each selectable by name until measured against SparseSetup;
 // all release stages per warp.
@@ -439,6 +507,13 @@ struct SparsePairQInRegistersSetup : SparsePairSetup {
 struct SparsePair128QInRegistersSetup : SparsePair128Setup {
   static constexpr bool kQInRegisters = true;
 };
+// `tma-sparse-persistent`: `tma-sparse-rq` (Q in registers, 2 CTAs per SM) on a persistent
+// grid: 2 CTAs per SM, each running every (2 x SMs)-th row. The producer's row loop needs more
+// than 24 registers (ptxas spilled 16 bytes), so it keeps 40 and the consumer gets 216.
+struct SparsePersistentSetup : SparseQInRegistersSetup {
+  static constexpr int kProducerRegisters = 40;
+  static constexpr bool kPersistent = true;
+};
 using DenseTma = TmaConfig<DenseSetup>;
 static_assert(DenseTma::kConsumerRegisters == 240 && DenseTma::kSmemBytes <= 227 * 1024);
 static_assert(TmaConfig<SparsePairSetup>::kSmemBytes <= 227 * 1024);
@@ -452,8 +527,17 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   const CUtensorMap q_map = head_tensor_map("q", params.q, params);
   const CUtensorMap k_map = head_tensor_map("k", params.k, params);
   const CUtensorMap v_map = head_tensor_map("v", params.v, params);
-  const dim3 grid(static_cast<unsigned>((params.blocks + Cfg::kGroups - 1) / Cfg::kGroups),
-                  static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
+  dim3 grid(static_cast<unsigned>((params.blocks + Cfg::kGroups - 1) / Cfg::kGroups),
+            static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
+  if constexpr (Cfg::kPersistent) {  // as many CTAs as are resident at once, at most one a row
+    int device = 0, sms = 0;
+    MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
+    MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const std::int64_t rows =
+        static_cast<std::int64_t>(params.batch) * params.heads * params.blocks;
+    grid = dim3(
+        static_cast<unsigned>(std::min<std::int64_t>(rows, std::int64_t{sms} * Cfg::kMinBlocks)));
+  }
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kWgD)) * M_LOG2E);
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(q_map, k_map, v_map, params, scale_log2);
   check_launch("flash_tma_kernel");
@@ -487,6 +571,9 @@ void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t str
       break;
     case TmaSparse::Pair128QInRegisters:
       launch<TmaConfig<SparsePair128QInRegistersSetup>>(params, stream);
+      break;
+    case TmaSparse::Persistent:
+      launch<TmaConfig<SparsePersistentSetup>>(params, stream);
       break;
   }
 }

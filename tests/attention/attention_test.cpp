@@ -117,14 +117,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The TMA kernel's candidate set-ups for block lists (dense launches run `tma`'s) on the same
 // shapes: random lists of unequal lengths on neighbouring query blocks (the paired set-ups' empty
-// turns), dense rows among them, odd block counts (a paired CTA's second group without a row).
+// turns), dense rows among them, odd block counts (a paired CTA's second group without a row);
+// and 1,080 rows of 3 blocks (a tail of 2 tokens): more rows than an H200's 264 CTAs of the
+// persistent set-up, so its CTAs run several rows each on one ring.
 std::vector<FlashCase> sparse_setup_cases() {
   std::vector<FlashCase> cases;
   for (const char* setup : kSparseSetups) {
     for (const ShapeCase shape :
          {ShapeCase{1, 37, 2, 128}, ShapeCase{2, 300, 2, 128}, ShapeCase{1, 129, 1, 128},
           ShapeCase{3, 450, 2, 128}, ShapeCase{1, 640, 2, 128}, ShapeCase{2, 960, 2, 128},
-          ShapeCase{1, 1500, 2, 128}}) {
+          ShapeCase{1, 1500, 2, 128}, ShapeCase{3, 130, 120, 128}}) {
       cases.push_back({shape, setup});
     }
   }

@@ -13,9 +13,9 @@ namespace memplan::attention::test {
 
 // MEMPLAN_ATTENTION_KERNEL values that differ from `tma` only for block lists (flash_tma.hpp):
 // the sparse tests (flash shapes, selection + attention, graph replay, 2 x 600k) run each.
-inline constexpr std::array<const char*, 6> kSparseSetups{
-    "tma-sparse-wr",      "tma-sparse-rq",      "tma-sparse-pair",
-    "tma-sparse-pair128", "tma-sparse-pair-rq", "tma-sparse-pair128-rq"};
+inline constexpr std::array<const char*, 7> kSparseSetups{
+    "tma-sparse-wr",      "tma-sparse-rq",         "tma-sparse-pair",      "tma-sparse-pair128",
+    "tma-sparse-pair-rq", "tma-sparse-pair128-rq", "tma-sparse-persistent"};
 
 class ScopedKernel {
  public:
