@@ -72,7 +72,8 @@ namespace {
 //   kPersistent    one group, Q in registers: a grid of as many CTAs as fit at once, each CTA
 //                  running rows blockIdx.x, + gridDim.x, ... on one ring (the producer loads the
 //                  next row's tiles while the consumers finish a row: no ring to refill per row,
-//                  no tail of a last wave of whole rows); Q gets an empty barrier;
+//                  no tail of a last wave of whole rows); Q gets an empty barrier, released
+//                  after a row's first S (which read Q from the registers);
 //   kReleasePerWarp      a consumer warp releases a stage with one arrival (its lane 0, after
 //                  the warp's wgmma.wait_group), not one per thread: 4 arrivals a group per tile
 //                  instead of 128 on the same shared-memory word.
@@ -359,7 +360,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory.
     std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
     if constexpr (Cfg::kQInRegisters) load_q_fragments(qa, s_q, warp, lane);
-    if constexpr (Cfg::kPersistent) release(q_empty(ring));  // the next row's Q may land
+    // kPersistent: the next row's Q may land once Q is in every warp's registers for sure:
+    // after the row's first S completed (it read them), or at once for a row without tiles.
+    auto release_q = [&] {
+      if constexpr (Cfg::kPersistent) release(q_empty(ring));
+    };
+    if (tiles == 0) release_q();
     auto issue_s_of = [&](float(&s)[kKeys / 2], int t) {
       if constexpr (Cfg::kQInRegisters) {
         issue_s_rs<kKeys>(s, qa, s_k(ring, k_stage(t)));
@@ -382,6 +388,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       pass_turn();
       wgmma_wait<0>();
       release(k_empty(ring, k_stage(0)));
+      release_q();
       softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
       pack_p<kKeys>(a, s);
     }
