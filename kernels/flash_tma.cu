@@ -537,13 +537,15 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   dim3 grid(static_cast<unsigned>((params.blocks + Cfg::kGroups - 1) / Cfg::kGroups),
             static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   if constexpr (Cfg::kPersistent) {  // as many CTAs as are resident at once, at most one a row
-    int device = 0, sms = 0;
+    int device = 0, sms = 0, per_sm = 0;
     MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
     MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    MEMPLAN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads,
+                                                                     Cfg::kSmemBytes));
     const std::int64_t rows =
         static_cast<std::int64_t>(params.batch) * params.heads * params.blocks;
-    grid = dim3(
-        static_cast<unsigned>(std::min<std::int64_t>(rows, std::int64_t{sms} * Cfg::kMinBlocks)));
+    const std::int64_t resident = std::int64_t{sms} * std::max(per_sm, 1);
+    grid = dim3(static_cast<unsigned>(std::min(rows, resident)));
   }
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kWgD)) * M_LOG2E);
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(q_map, k_map, v_map, params, scale_log2);
