@@ -5,7 +5,8 @@
 // The flash kernel is timed on each Hopper path in turn (MEMPLAN_ATTENTION_KERNEL, read at every
 // launch): tma (the default) and wgmma, or any value of the variable (tma-sparse-wr,
 // tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq,
-// tma-sparse-persistent: the TMA kernel with a candidate set-up for block lists, dense as tma);
+// tma-sparse-persistent, tma-sparse-rq128, tma-sparse-persistent128: the TMA kernel with a
+// candidate set-up for block lists, dense as tma);
 // each path's dense output is compared with the first path's, and the kept-block rate of each
 // path's flash kernel is timed on the same lists. Selection and the end-to-end call run on the
 // first path.

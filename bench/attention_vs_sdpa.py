@@ -7,8 +7,9 @@ tau 1.5 on each Hopper path of MEMPLAN_ATTENTION_KERNEL (tma: the TMA kernel, fl
 default; wgmma: the cp.async wgmma kernel, flash_wgmma.cu), the variable set before each call
 (the library reads it at every launch). Paths named tma-sparse-* (the TMA kernel with a
 candidate set-up for block lists: tma-sparse-wr, tma-sparse-rq, tma-sparse-pair,
-tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq, tma-sparse-persistent) run tma's
-dense kernel, so only their sparse modes are timed. Each backend is timed with CUDA events around single calls (median
+tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq, tma-sparse-persistent,
+tma-sparse-rq128, tma-sparse-persistent128) run tma's dense kernel, so only their sparse modes
+are timed. Each backend is timed with CUDA events around single calls (median
 of repeats after warm-up); the whole set runs `--rounds` times, the order of the backends reversed every
 other round, and the table gives the median over rounds.
 

@@ -54,7 +54,9 @@ constexpr TmaName kTmaNames[] = {{"tma", TmaSparse::OneGroup},
                                  {"tma-sparse-pair128", TmaSparse::Pair128},
                                  {"tma-sparse-pair-rq", TmaSparse::PairQInRegisters},
                                  {"tma-sparse-pair128-rq", TmaSparse::Pair128QInRegisters},
-                                 {"tma-sparse-persistent", TmaSparse::Persistent}};
+                                 {"tma-sparse-persistent", TmaSparse::Persistent},
+                                 {"tma-sparse-rq128", TmaSparse::QInRegisters128},
+                                 {"tma-sparse-persistent128", TmaSparse::Persistent128}};
 
 struct Choice {
   KernelChoice kernel = KernelChoice::Default;

@@ -521,6 +521,20 @@ struct SparsePersistentSetup : SparseQInRegistersSetup {
   static constexpr int kProducerRegisters = 40;
   static constexpr bool kPersistent = true;
 };
+// `tma-sparse-rq128`, `tma-sparse-persistent128`: the same two on 128-key tiles, K one stage
+// and V two (Q 16 KB + 96 KB: still 2 CTAs per SM), as the 128-key pairs: the rescale of O, the
+// row reductions and the barrier traffic once per 128 keys, Q read from registers, and the
+// other CTA of the SM to cover what the single K stage leaves exposed. At 216 registers the
+// persistent consumer spilled 32 bytes (and C7512), so its producer keeps 32 and it gets 224.
+struct SparseQInRegisters128Setup : SparseQInRegistersSetup {
+  static constexpr int kKeys = 128;
+  static constexpr int kKStages = 1, kVStages = 2;
+};
+struct SparsePersistent128Setup : SparsePersistentSetup {
+  static constexpr int kProducerRegisters = 32;
+  static constexpr int kKeys = 128;
+  static constexpr int kKStages = 1, kVStages = 2;
+};
 using DenseTma = TmaConfig<DenseSetup>;
 static_assert(DenseTma::kConsumerRegisters == 240 && DenseTma::kSmemBytes <= 227 * 1024);
 static_assert(TmaConfig<SparsePairSetup>::kSmemBytes <= 227 * 1024);
@@ -583,6 +597,12 @@ void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t str
       break;
     case TmaSparse::Persistent:
       launch<TmaConfig<SparsePersistentSetup>>(params, stream);
+      break;
+    case TmaSparse::QInRegisters128:
+      launch<TmaConfig<SparseQInRegisters128Setup>>(params, stream);
+      break;
+    case TmaSparse::Persistent128:
+      launch<TmaConfig<SparsePersistent128Setup>>(params, stream);
       break;
   }
 }

@@ -12,7 +12,8 @@ namespace memplan::attention::detail {
 // Dense launches and block lists run different set-ups of the kernel (flash_tma.cu). Block
 // lists: one consumer warpgroup per CTA (`tma`, the default), or a candidate being measured
 // against it (MEMPLAN_ATTENTION_KERNEL=tma-sparse-wr, tma-sparse-rq, tma-sparse-pair,
-// tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq, tma-sparse-persistent).
+// tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq, tma-sparse-persistent,
+// tma-sparse-rq128, tma-sparse-persistent128).
 enum class TmaSparse {
   OneGroup,
   WarpRelease,
@@ -21,7 +22,9 @@ enum class TmaSparse {
   Pair128,
   PairQInRegisters,
   Pair128QInRegisters,
-  Persistent
+  Persistent,
+  QInRegisters128,
+  Persistent128
 };
 
 void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t stream);

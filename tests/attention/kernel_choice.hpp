@@ -13,9 +13,10 @@ namespace memplan::attention::test {
 
 // MEMPLAN_ATTENTION_KERNEL values that differ from `tma` only for block lists (flash_tma.hpp):
 // the sparse tests (flash shapes, selection + attention, graph replay, 2 x 600k) run each.
-inline constexpr std::array<const char*, 7> kSparseSetups{
-    "tma-sparse-wr",      "tma-sparse-rq",         "tma-sparse-pair",      "tma-sparse-pair128",
-    "tma-sparse-pair-rq", "tma-sparse-pair128-rq", "tma-sparse-persistent"};
+inline constexpr std::array<const char*, 9> kSparseSetups{
+    "tma-sparse-wr",         "tma-sparse-rq",      "tma-sparse-pair",
+    "tma-sparse-pair128",    "tma-sparse-pair-rq", "tma-sparse-pair128-rq",
+    "tma-sparse-persistent", "tma-sparse-rq128",   "tma-sparse-persistent128"};
 
 class ScopedKernel {
  public:
