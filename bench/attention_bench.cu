@@ -3,12 +3,16 @@
 // sparse mode against the dense output on random and on smooth (video-like) inputs.
 // Timing: CUDA events around each launch, median of repeats after warm-up.
 // The flash kernel is timed on each Hopper path in turn (MEMPLAN_ATTENTION_KERNEL, read at every
-// launch): tma (the default), tma-ws and tma-ws-192 (its warp-specialised dense set-ups) and
-// wgmma; each path's dense output is compared with the first path's. Selection and the
-// end-to-end call run on the first path.
+// launch): tma (the default) and wgmma, or any value of the variable (tma-sparse-wr,
+// tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq,
+// tma-sparse-persistent, tma-sparse-rq128, tma-sparse-persistent128: the TMA kernel with a
+// candidate set-up for block lists, dense as tma);
+// each path's dense output is compared with the first path's, and the kept-block rate of each
+// path's flash kernel is timed on the same lists. Selection and the end-to-end call run on the
+// first path.
+//
 // Usage: attention_bench [tokens...]   (default 8192 32768 75600)
-// ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default
-// tma,tma-ws,tma-ws-192,wgmma).
+// ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -143,7 +147,7 @@ struct Inputs {
 // reference.
 std::vector<std::string> kernel_paths() {
   const char* list = std::getenv("ATTENTION_BENCH_KERNELS");
-  std::string text = list != nullptr && *list != '\0' ? list : "tma,tma-ws,tma-ws-192,wgmma";
+  std::string text = list != nullptr && *list != '\0' ? list : "tma,wgmma";
   std::vector<std::string> paths;
   std::size_t start = 0;
   while (start <= text.size()) {

@@ -6,9 +6,9 @@
 // kernel (flash_tma.cu) by default (the fastest measured, docs/attention.md), the wgmma kernel with
 // its cp.async ring (flash_wgmma.cu) where the driver has no tensor maps or with
 // MEMPLAN_ATTENTION_KERNEL=wgmma; MEMPLAN_ATTENTION_KERNEL=tma asks for the TMA kernel explicitly,
-// =tma-ws and =tma-ws-192 for the TMA kernel with its warp-specialised dense set-up on 128- or
-// 192-key tiles, =mma forces mma.sync. The
-// variable is read at every launch, so a process (the tests, the benchmark) can run each path.
+// the tma-sparse-* names (kTmaNames) for the TMA kernel with a candidate set-up for block lists
+// (dense launches as tma; flash_tma.hpp), =mma forces mma.sync. The variable is read at every
+// launch, so a process (the tests, the benchmark) can run each path.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -40,33 +40,53 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   check_launch("flash_fwd_kernel");
 }
 
-enum class KernelChoice { Default, Tma, TmaWs, TmaWs192, Wgmma, Mma };
+enum class KernelChoice { Default, Tma, Wgmma, Mma };
 
-KernelChoice kernel_choice() {
+// The TMA kernel's names: each runs one set-up for block lists (dense launches are the same).
+struct TmaName {
+  const char* name;
+  TmaSparse sparse;
+};
+constexpr TmaName kTmaNames[] = {{"tma", TmaSparse::OneGroup},
+                                 {"tma-sparse-wr", TmaSparse::WarpRelease},
+                                 {"tma-sparse-rq", TmaSparse::QInRegisters},
+                                 {"tma-sparse-pair", TmaSparse::Pair},
+                                 {"tma-sparse-pair128", TmaSparse::Pair128},
+                                 {"tma-sparse-pair-rq", TmaSparse::PairQInRegisters},
+                                 {"tma-sparse-pair128-rq", TmaSparse::Pair128QInRegisters},
+                                 {"tma-sparse-persistent", TmaSparse::Persistent},
+                                 {"tma-sparse-rq128", TmaSparse::QInRegisters128},
+                                 {"tma-sparse-persistent128", TmaSparse::Persistent128}};
+
+struct Choice {
+  KernelChoice kernel = KernelChoice::Default;
+  TmaSparse sparse = TmaSparse::OneGroup;  // the default's set-up for block lists too
+};
+
+Choice kernel_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
-  if (value == nullptr || *value == '\0') return KernelChoice::Default;
-  if (std::strcmp(value, "tma") == 0) return KernelChoice::Tma;
-  if (std::strcmp(value, "tma-ws") == 0) return KernelChoice::TmaWs;
-  if (std::strcmp(value, "tma-ws-192") == 0) return KernelChoice::TmaWs192;
-  if (std::strcmp(value, "wgmma") == 0) return KernelChoice::Wgmma;
-  if (std::strcmp(value, "mma") == 0) return KernelChoice::Mma;
+  if (value == nullptr || *value == '\0') return {};
+  std::string names;
+  for (const TmaName& tma : kTmaNames) {
+    if (std::strcmp(value, tma.name) == 0) return {KernelChoice::Tma, tma.sparse};
+    names += tma.name;
+    names += ", ";
+  }
+  if (std::strcmp(value, "wgmma") == 0) return {KernelChoice::Wgmma};
+  if (std::strcmp(value, "mma") == 0) return {KernelChoice::Mma};
   throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
-                        " is none of tma, tma-ws, tma-ws-192, wgmma, mma");
+                        " is none of " + names + "wgmma, mma");
 }
 
 }  // namespace
 
 void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
-  const KernelChoice choice = kernel_choice();
+  const Choice choice = kernel_choice();
   const bool hopper =
-      params.head_dim == 128 && choice != KernelChoice::Mma && flash_wgmma_available();
-  if (hopper && choice == KernelChoice::TmaWs) {
-    run_flash_tma(params, TmaDense::WarpSpecialised, stream);
-  } else if (hopper && choice == KernelChoice::TmaWs192) {
-    run_flash_tma(params, TmaDense::WarpSpecialised192, stream);
-  } else if (hopper && (choice == KernelChoice::Tma ||
-                        (choice == KernelChoice::Default && tensor_maps_available()))) {
-    run_flash_tma(params, TmaDense::PingPong, stream);
+      params.head_dim == 128 && choice.kernel != KernelChoice::Mma && flash_wgmma_available();
+  if (hopper && (choice.kernel == KernelChoice::Tma ||
+                 (choice.kernel == KernelChoice::Default && tensor_maps_available()))) {
+    run_flash_tma(params, choice.sparse, stream);
   } else if (hopper) {
     run_flash_wgmma(params, stream);
   } else if (params.head_dim == 64) {

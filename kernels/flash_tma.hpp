@@ -9,12 +9,24 @@
 
 namespace memplan::attention::detail {
 
-// The set-up of dense launches (block lists run one set-up): the default ping-pong of two
-// consumer warpgroups with a producer warp, or a warp-specialised CTA whose producer warpgroup
-// hands its registers to the consumers, which pipeline as well, on 128-key tiles
-// (MEMPLAN_ATTENTION_KERNEL=tma-ws) or 192-key tiles (tma-ws-192).
-enum class TmaDense { PingPong, WarpSpecialised, WarpSpecialised192 };
+// Dense launches and block lists run different set-ups of the kernel (flash_tma.cu). Block
+// lists: one consumer warpgroup per CTA (`tma`, the default), or a candidate being measured
+// against it (MEMPLAN_ATTENTION_KERNEL=tma-sparse-wr, tma-sparse-rq, tma-sparse-pair,
+// tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq, tma-sparse-persistent,
+// tma-sparse-rq128, tma-sparse-persistent128).
+enum class TmaSparse {
+  OneGroup,
+  WarpRelease,
+  QInRegisters,
+  Pair,
+  Pair128,
+  PairQInRegisters,
+  Pair128QInRegisters,
+  Persistent,
+  QInRegisters128,
+  Persistent128
+};
 
-void run_flash_tma(const FlashParams& params, TmaDense dense, cudaStream_t stream);
+void run_flash_tma(const FlashParams& params, TmaSparse sparse, cudaStream_t stream);
 
 }  // namespace memplan::attention::detail

@@ -1,6 +1,7 @@
 // Thin wrappers over Hopper's warpgroup MMA (sm_90a): shared-memory matrix descriptors for the
-// 128-byte-swizzled tiles of flash_wgmma.cu, the fence / commit / wait protocol, and the two
-// shapes the kernel issues (S = Q K^T from shared memory, O += P V with P from registers).
+// 128-byte-swizzled tiles of flash_wgmma.cu, the fence / commit / wait protocol, and the shapes
+// the kernels issue (S = Q K^T with Q from shared memory or registers, O += P V with P from
+// registers).
 // Layouts follow the PTX ISA "Asynchronous Warpgroup Level Matrix" sections: a tile of 64 rows
 // of 64 bf16 (128 bytes) is stored row after row with 16-byte chunk c of row r at c ^ (r & 7),
 // which is the hardware's 128B swizzle when the tile starts on a 1024-byte boundary.
@@ -86,6 +87,28 @@ __device__ __forceinline__ void wgmma_m64n192k16_ss(float (&d)[96], std::uint64_
       "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
       : MEMPLAN_WGMMA_ACC32(d, 0), MEMPLAN_WGMMA_ACC32(d, 32), MEMPLAN_WGMMA_ACC32(d, 64)
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+// d (+)= A(registers) * B(shared, K-major) for m64n64k16 and m64n128k16; `accumulate` 0
+// overwrites d. A is the m16n8k16 A fragment of the warp's 16 rows (as mma.sync's).
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const std::uint32_t (&a)[4],
+                                                   std::uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{" MEMPLAN_WGMMA_NAMES_0 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : MEMPLAN_WGMMA_ACC32(d, 0)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const std::uint32_t (&a)[4],
+                                                    std::uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{" MEMPLAN_WGMMA_NAMES_0 ", " MEMPLAN_WGMMA_NAMES_32
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : MEMPLAN_WGMMA_ACC32(d, 0), MEMPLAN_WGMMA_ACC32(d, 32)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
 // d += A(registers) * B(shared, N-major: the transposed operand) for m64n128k16.

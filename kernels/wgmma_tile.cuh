@@ -1,5 +1,5 @@
 // What the two Hopper flash kernels (flash_wgmma.cu: cp.async ring, 64-key tiles; flash_tma.cu:
-// TMA producer warp, mbarrier ring, 64- or 128-key tiles) share: the product of one key tile and
+// TMA producer, mbarrier rings, 64-, 128- or 192-key tiles) share: the product of one key tile and
 // the online softmax over it. A key tile is KEYS / 64 listed 64-token blocks side by side; each
 // shared K or V tile holds two head_dim halves of KEYS rows x 128 bytes, 16-byte chunks
 // XOR-swizzled by (row & 7) (the 128B swizzle of wgmma descriptors and of TMA), so the KEYS rows
@@ -118,6 +118,38 @@ __device__ __forceinline__ void issue_s(float (&s)[KEYS / 2], std::uint32_t s_q,
     } else {
       static_assert(KEYS == 192, "key tiles of 64, 128 or 192 keys");
       wgmma_m64n192k16_ss(s, a, b, kk > 0 ? 1 : 0);
+    }
+  }
+  wgmma_commit();
+}
+
+// Q of the warpgroup's 64-row query block as the register A fragments of S's eight k-steps
+// (32 registers a thread), read once from the swizzled shared Q tile: ldmatrix.x4 of the warp's
+// 16 rows, lanes 0-15 naming rows 0-15 of the k-step's first 8 columns, lanes 16-31 the next 8.
+__device__ __forceinline__ void load_q_fragments(std::uint32_t (&qa)[kWgD / 16][4],
+                                                 std::uint32_t s_q, int warp, int lane) {
+  const int row = warp * 16 + lane % 16;
+#pragma unroll
+  for (int kk = 0; kk < kWgD / 16; ++kk) {
+    const int chunk = (kk % 4) * 2 + lane / 16;
+    ldmatrix_x4(qa[kk], s_q + (kk / 4) * kWgHalfBytes + row * 128 + ((chunk ^ (row & 7)) * 16));
+  }
+}
+
+// S = Q K^T as issue_s, with Q from registers (load_q_fragments): only K is read from shared
+// memory, half the operand bytes of a 64-key tile.
+template <int KEYS>
+__device__ __forceinline__ void issue_s_rs(float (&s)[KEYS / 2],
+                                           const std::uint32_t (&qa)[kWgD / 16][4],
+                                           std::uint32_t s_k) {
+#pragma unroll
+  for (int kk = 0; kk < kWgD / 16; ++kk) {
+    const std::uint64_t b = wgmma_desc(s_k + (kk / 4) * (KEYS * 128) + (kk % 4) * 32, 16, 1024);
+    if constexpr (KEYS == 64) {
+      wgmma_m64n64k16_rs(s, qa[kk], b, kk > 0 ? 1 : 0);
+    } else {
+      static_assert(KEYS == 128, "Q from registers on 64- or 128-key tiles");
+      wgmma_m64n128k16_rs(s, qa[kk], b, kk > 0 ? 1 : 0);
     }
   }
   wgmma_commit();

@@ -1,12 +1,12 @@
 // The flash forward kernel against the double reference with the block list expanded to a token
 // mask: dense rows, hand-made sparse lists, both head dims, batch > 1 and partial tail blocks;
-// on the default path and, for head_dim 128, on the TMA kernel (both dense set-ups) and the wgmma
-// kernel explicitly (TMA's 128-key dense tiles: odd block counts end with a half-empty tile;
-// random lists have odd lengths).
+// on the default path and, for head_dim 128, on the TMA kernel and the wgmma kernel explicitly
+// (TMA's 192-key dense tiles: block counts not a multiple of 3 end with a partly empty tile).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "gpu_case.hpp"
 #include "kernel_choice.hpp"
@@ -45,10 +45,9 @@ TEST_P(FlashForward, DenseMatchesReference) {
 
 // Random ascending lists with the diagonal kept; about a third of the blocks per row, some rows
 // dense (count == blocks), and list slots past the count filled with garbage the kernel must skip.
-TEST_P(FlashForward, SparseListMatchesReference) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  const ScopedKernel kernel(GetParam().kernel);
-  GpuCase c(to_shape(GetParam().shape), 0.0f);
+void sparse_list_matches_reference(const FlashCase& fc) {
+  const ScopedKernel kernel(fc.kernel);
+  GpuCase c(to_shape(fc.shape), 0.0f);
   SCOPED_TRACE(testing::Message() << "seed " << c.seed);
   const int n = c.shape.blocks();
   HostBlockList list;
@@ -77,6 +76,20 @@ TEST_P(FlashForward, SparseListMatchesReference) {
   EXPECT_LE(relative_l2(c.output(), want), kMaxRelativeL2);
 }
 
+TEST_P(FlashForward, SparseListMatchesReference) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  sparse_list_matches_reference(GetParam());
+}
+
+// The TMA kernel's candidate set-ups for block lists: only the sparse check (dense launches run
+// `tma`'s dense set-up under every name).
+class SparseSetupFlashForward : public ::testing::TestWithParam<FlashCase> {};
+
+TEST_P(SparseSetupFlashForward, SparseListMatchesReference) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  sparse_list_matches_reference(GetParam());
+}
+
 std::string case_name(const ::testing::TestParamInfo<FlashCase>& info) {
   // Appending (not "b" + string) dodges a GCC 12 -Wrestrict false alarm.
   const ShapeCase& s = info.param.shape;
@@ -103,37 +116,37 @@ INSTANTIATE_TEST_SUITE_P(
     case_name);
 
 // The TMA kernel (the default on a Hopper device, asked for explicitly here): block counts 1, 3,
-// 5, 8, 10 and 15 (odd ones end with a half-empty 128-key tile), tails of 37, 1, 44, 2 tokens and
-// none, batches up to 3 (each batch's tail must read zeros, not the next batch's first tokens).
+// 5, 8, 10, 15 and 24 (dense, on 192-key tiles: last tiles of 1, 3, 2, 2, 1, 3 and 3 listed
+// blocks, the rest masked; 24 blocks reuse the 2-stage ring four times), tails of 37, 1, 44, 2
+// and 28 tokens and none, batches up to 3 (each batch's tail must read zeros, not the next
+// batch's first tokens).
 INSTANTIATE_TEST_SUITE_P(
     Tma, FlashForward,
     ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma"}, FlashCase{{2, 300, 2, 128}, "tma"},
                       FlashCase{{1, 129, 1, 128}, "tma"}, FlashCase{{3, 450, 2, 128}, "tma"},
-                      FlashCase{{1, 640, 2, 128}, "tma"}, FlashCase{{2, 960, 2, 128}, "tma"}),
+                      FlashCase{{1, 640, 2, 128}, "tma"}, FlashCase{{2, 960, 2, 128}, "tma"},
+                      FlashCase{{1, 1500, 2, 128}, "tma"}),
     case_name);
 
-// The TMA kernel with its warp-specialised dense set-up (a producer warpgroup giving registers to
-// two pipelined consumer warpgroups in ping-pong): the same shapes, and 24 blocks (12 tiles, the
-// 2-stage ring reused six times) with a tail of 28 tokens. Sparse lists run the `tma` set-up.
-INSTANTIATE_TEST_SUITE_P(
-    TmaWs, FlashForward,
-    ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma-ws"}, FlashCase{{2, 300, 2, 128}, "tma-ws"},
-                      FlashCase{{1, 129, 1, 128}, "tma-ws"}, FlashCase{{3, 450, 2, 128}, "tma-ws"},
-                      FlashCase{{1, 640, 2, 128}, "tma-ws"}, FlashCase{{2, 960, 2, 128}, "tma-ws"},
-                      FlashCase{{1, 1500, 2, 128}, "tma-ws"}),
-    case_name);
-
-// The same on 192-key tiles: block counts 1, 3, 5, 8, 10, 15 and 24 end with a tile of 1, 3, 2,
-// 2, 1, 3 and 3 listed blocks (the rest of the last tile masked).
-INSTANTIATE_TEST_SUITE_P(TmaWs192, FlashForward,
-                         ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma-ws-192"},
-                                           FlashCase{{2, 300, 2, 128}, "tma-ws-192"},
-                                           FlashCase{{1, 129, 1, 128}, "tma-ws-192"},
-                                           FlashCase{{3, 450, 2, 128}, "tma-ws-192"},
-                                           FlashCase{{1, 640, 2, 128}, "tma-ws-192"},
-                                           FlashCase{{2, 960, 2, 128}, "tma-ws-192"},
-                                           FlashCase{{1, 1500, 2, 128}, "tma-ws-192"}),
-                         case_name);
+// The TMA kernel's candidate set-ups for block lists on the same shapes: random lists of unequal
+// lengths on neighbouring query blocks (the paired set-ups' empty turns), dense rows among them,
+// odd block counts (a paired CTA's second group without a row); and 1,080 rows of 3 blocks (a tail
+// of 2 tokens): more rows than an H200's 264 CTAs of the persistent set-up, so its CTAs run several
+// rows each on one ring.
+std::vector<FlashCase> sparse_setup_cases() {
+  std::vector<FlashCase> cases;
+  for (const char* setup : kSparseSetups) {
+    for (const ShapeCase shape :
+         {ShapeCase{1, 37, 2, 128}, ShapeCase{2, 300, 2, 128}, ShapeCase{1, 129, 1, 128},
+          ShapeCase{3, 450, 2, 128}, ShapeCase{1, 640, 2, 128}, ShapeCase{2, 960, 2, 128},
+          ShapeCase{1, 1500, 2, 128}, ShapeCase{3, 130, 120, 128}}) {
+      cases.push_back({shape, setup});
+    }
+  }
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(TmaSparse, SparseSetupFlashForward,
+                         ::testing::ValuesIn(sparse_setup_cases()), case_name);
 
 // The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
 // 128 shapes it was tested on as the default, and a one-block sequence.

@@ -2,8 +2,8 @@
 // heads, 2.46 G elements a tensor, past 2^31): the sparse call runs, and on sampled rows (the
 // first and last tokens, block boundaries, the last batch and head, where offsets are largest)
 // its output matches an fp64 reference over the rows' own block lists, and the lists follow the
-// rule on scores the host computes from the same inputs; the dense flash kernel of each TMA
-// set-up matches fp64 attention over every key on sampled rows. Inputs are made on the device from
+// rule on scores the host computes from the same inputs; the TMA kernel's dense set-up matches
+// fp64 attention over every key on sampled rows. Inputs are made on the device from
 // a hash (hashed_inputs.hpp), so nothing of 15 GB crosses PCIe. Skips without a GPU or with less
 // than 40 GB free.
 #include <cuda_runtime.h>
@@ -130,8 +130,8 @@ std::vector<float> output_row(const DeviceBuffer& out, const SampledRow& r) {
 }
 
 // On both Hopper kernels: TMA (the default; its tensor maps take 600,017 tokens as a 32-bit
-// coordinate; rows are 64-bit offsets in its list reads), by each name (`tma-ws` and `tma-ws-192`
-// differ only for dense launches, so these sparse rows run the same kernel), and wgmma.
+// coordinate; rows are 64-bit offsets in its list reads), each of its candidate set-ups for
+// block lists, and wgmma.
 class LongSequence : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
@@ -204,8 +204,8 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
 }
 
 // Dense at the same length (600,017 x 600,017 keys a head; seconds on the H200) on the TMA
-// kernel's dense set-ups, where the sparse test above runs none of them: four sampled rows
-// against fp64 attention over every key, computed once per process.
+// kernel's dense set-up, which the sparse test above does not run: four sampled rows against
+// fp64 attention over every key, computed once per process.
 class LongDense : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LongDense, DenseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
@@ -242,10 +242,16 @@ std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info)
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence,
-                         ::testing::Values("tma", "tma-ws", "tma-ws-192", "wgmma"), kernel_name);
-INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma", "tma-ws", "tma-ws-192"),
-                         kernel_name);
+// tma, its candidate set-ups for block lists, wgmma.
+std::vector<const char*> sparse_kernels() {
+  std::vector<const char*> kernels{"tma"};
+  kernels.insert(kernels.end(), kSparseSetups.begin(), kSparseSetups.end());
+  kernels.push_back("wgmma");
+  return kernels;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::ValuesIn(sparse_kernels()), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma"), kernel_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

@@ -3,7 +3,11 @@
 // then the output against the double reference restricted to that list (plus the coarse branch).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "gpu_case.hpp"
+#include "kernel_choice.hpp"
 #include "support/gpu.hpp"
 
 namespace memplan::attention::test {
@@ -15,6 +19,7 @@ struct SelectCase {
   int batch;
   std::int64_t tokens;
   int head_dim;
+  const char* kernel = "";  // a MEMPLAN_ATTENTION_KERNEL value, "" the default path
 };
 
 AttentionPolicy make(SparsityMode mode, float tau, float keep, float cap, BlockRange sink_keys = {},
@@ -106,6 +111,7 @@ class Selection : public ::testing::TestWithParam<SelectCase> {};
 TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   const SelectCase& sc = GetParam();
+  const ScopedKernel kernel(sc.kernel);
   const AttentionShape shape{sc.batch, sc.tokens, 2, sc.head_dim};
   GpuCase c(shape, 1.0f);  // structured inputs: block scores spread out as in video
   SCOPED_TRACE(testing::Message() << "seed " << c.seed);
@@ -234,22 +240,45 @@ INSTANTIATE_TEST_SUITE_P(
         LongRowCase{"tau1_1300_d128", make(SparsityMode::Tau, 1.0f, 10, 10), 64 * 1300, 128}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, Selection,
-    ::testing::Values(
-        SelectCase{"tau1_d64", make(SparsityMode::Tau, 1.0f, 10, 100), 2, 2500, 64},
-        SelectCase{"tau15_d128", make(SparsityMode::Tau, 1.5f, 10, 100), 2, 2500, 128},
-        SelectCase{"tau2_sinks_d64", make(SparsityMode::Tau, 2.0f, 10, 100, {0, 2}, {3, 5}), 1,
-                   3000, 64},
-        SelectCase{"tau0_capped_d128", make(SparsityMode::Tau, 0.0f, 10, 5), 2, 2500, 128},
-        SelectCase{"topk10_d128", make(SparsityMode::TopK, 0, 10, 100), 2, 2048, 128},
-        SelectCase{"topk25_sinks_d64", make(SparsityMode::TopK, 0, 25, 100, {0, 1}, {0, 1}), 2,
-                   1999, 64},
-        SelectCase{"topk_tiny_d64", make(SparsityMode::TopK, 0, 10, 100), 1, 100, 64},
-        SelectCase{"coarse10_d128", make(SparsityMode::Coarse, 0, 10, 100, {1, 2}, {}), 2, 2500,
-                   128},
-        SelectCase{"coarse20_d64", make(SparsityMode::Coarse, 0, 20, 100), 1, 700, 64}),
-    [](const auto& param_info) { return std::string(param_info.param.name); });
+const std::vector<SelectCase> kModeCases{
+    SelectCase{"tau1_d64", make(SparsityMode::Tau, 1.0f, 10, 100), 2, 2500, 64},
+    SelectCase{"tau15_d128", make(SparsityMode::Tau, 1.5f, 10, 100), 2, 2500, 128},
+    SelectCase{"tau2_sinks_d64", make(SparsityMode::Tau, 2.0f, 10, 100, {0, 2}, {3, 5}), 1, 3000,
+               64},
+    SelectCase{"tau0_capped_d128", make(SparsityMode::Tau, 0.0f, 10, 5), 2, 2500, 128},
+    SelectCase{"topk10_d128", make(SparsityMode::TopK, 0, 10, 100), 2, 2048, 128},
+    SelectCase{"topk25_sinks_d64", make(SparsityMode::TopK, 0, 25, 100, {0, 1}, {0, 1}), 2, 1999,
+               64},
+    SelectCase{"topk_tiny_d64", make(SparsityMode::TopK, 0, 10, 100), 1, 100, 64},
+    SelectCase{"coarse10_d128", make(SparsityMode::Coarse, 0, 10, 100, {1, 2}, {}), 2, 2500, 128},
+    SelectCase{"coarse20_d64", make(SparsityMode::Coarse, 0, 20, 100), 1, 700, 64}};
+
+std::string select_case_name(const ::testing::TestParamInfo<SelectCase>& param_info) {
+  std::string name = param_info.param.name;
+  for (const char* c = param_info.param.kernel; *c != '\0'; ++c) {
+    if (c == param_info.param.kernel) name += "_";
+    name += *c == '-' ? '_' : *c;
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Selection, ::testing::ValuesIn(kModeCases), select_case_name);
+
+// The head_dim 128 cases (the Hopper kernels' only head_dim) on each of the TMA kernel's candidate
+// set-ups for block lists.
+std::vector<SelectCase> sparse_setup_cases() {
+  std::vector<SelectCase> cases;
+  for (const char* setup : kSparseSetups) {
+    for (SelectCase c : kModeCases) {
+      if (c.head_dim != 128) continue;
+      c.kernel = setup;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(TmaSparse, Selection, ::testing::ValuesIn(sparse_setup_cases()),
+                         select_case_name);
 
 }  // namespace
 }  // namespace memplan::attention::test
