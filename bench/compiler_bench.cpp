@@ -67,6 +67,44 @@ void BM_ReplayedPair(benchmark::State& state) {
 }
 BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs", "locked"});
 
+// A PyTorch-style loop: each step makes `pairs` temporaries and one 1 MiB output that the caller
+// keeps until the next step has ended (`out = model(x)`). range(1) = 1: period-two placement
+// (the output planned in the arena, docs/compiler.md); 0: the output served from the pool at its
+// learned site. items_per_second counts the temporaries' pairs.
+void BM_ReplayedStepKeepingItsOutput(benchmark::State& state) {
+  const auto pairs = static_cast<std::size_t>(state.range(0));
+  memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
+  CompilerOptions options = bench_options();
+  options.period_two_outputs = state.range(1) != 0;
+  Compiler compiler(backend, options);
+  void* kept = nullptr;
+  auto step = [&] {
+    compiler.begin_step("bench");
+    void* out = nullptr;
+    for (std::size_t i = 0; i < pairs; ++i) {
+      void* p = compiler.allocate(4096 + 256 * (i % 7), memplan::StreamRef{});
+      benchmark::DoNotOptimize(p);
+      if (i == pairs / 2) out = compiler.allocate(std::size_t{1} << 20, memplan::StreamRef{});
+      compiler.deallocate(p);
+    }
+    compiler.end_step();
+    if (kept != nullptr) compiler.deallocate(kept);
+    kept = out;
+  };
+  for (int i = 0; i < 4; ++i) step();  // recording, learning the site, the plans of both parities
+  const auto calls_before = backend.calls();
+  for (auto _ : state) step();
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(pairs));
+  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
+  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
+  state.counters["period_two_outputs"] = static_cast<double>(compiler.stats().period_two_outputs);
+  compiler.deallocate(kept);
+}
+BENCHMARK(BM_ReplayedStepKeepingItsOutput)
+    ->ArgsProduct({{64, 1024}, {1, 0}})
+    ->ArgNames({"pairs", "period_two"});
+
 // BM_ReplayedPair with every allocation tagged (a 20-character tag, as a layer name would be):
 // the price of a tag on a replayed allocation. Thread-safe compiler.
 void BM_ReplayedTaggedPair(benchmark::State& state) {

@@ -31,8 +31,9 @@ Memory columns (bytes):
                    either)
   step_peak        peak_total - persistent: what the steps cost on top of the model
   lower_bound      per run: memplan: the planned branch's lower bound (max live bytes of the
-                   step's planned buffers, Stats::lower_bound_bytes: a step's output that outlives
-                   it is served from the pool and not counted); caching/async:
+                   step's planned buffers, Stats::lower_bound_bytes) less the output carried from
+                   the step before (period two: persistent counts it; an output served from the
+                   pool is in neither); caching/async:
                    max_memory_allocated() - persistent (every buffer of the step, outputs too).
                    The table's bound of a model is the largest of its eager runs' bounds (each
                    a lower bound of the same step's memory; the largest is the tightest); the
@@ -251,7 +252,9 @@ def worker(args):
             "peak_total_bytes": total_peak,
             "persistent_bytes": (after_warmup["pool_live_bytes"]
                                  + after_warmup["arena_live_bytes"]),
-            "lower_bound_bytes": stats["lower_bound_bytes"],
+            # The plan's bound counts the output carried from the step before (period two),
+            # which persistent_bytes counts too.
+            "lower_bound_bytes": stats["lower_bound_bytes"] - after_warmup["live_carried_bytes"],
             "planned_peak_bytes": stats["planned_peak_bytes"],
             "breaks": stats["breaks"], "branches": stats["branches"], "rogues": stats["rogues"],
             "allocator_calls_measured": sum(calls.values()),
