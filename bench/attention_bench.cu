@@ -3,14 +3,9 @@
 // sparse mode against the dense output on random and on smooth (video-like) inputs.
 // Timing: CUDA events around each launch, median of repeats after warm-up.
 // The flash kernel is timed on each Hopper path in turn (MEMPLAN_ATTENTION_KERNEL, read at every
-// launch): tma (the default) and wgmma, or any value of the variable (tma-sparse-wr,
-// tma-sparse-rq, tma-sparse-pair, tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq,
-// tma-sparse-persistent, tma-sparse-rq128, tma-sparse-persistent128: the TMA kernel with a
-// candidate set-up for block lists, dense as tma);
-// each path's dense output is compared with the first path's, and the kept-block rate of each
-// path's flash kernel is timed on the same lists. Selection and the end-to-end call run on the
-// first path.
-//
+// launch): tma (the default) and wgmma; each path's dense output is compared with the first
+// path's, and the kept-block rate of each path's flash kernel is timed on the same lists.
+// Selection and the end-to-end call run on the first path.
 // Usage: attention_bench [tokens...]   (default 8192 32768 75600)
 // ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma).
 #include <cuda_bf16.h>

@@ -5,12 +5,8 @@
 default. Backends: SDPA flash, SDPA cuDNN, and memplan (memplan.attention) dense, top-k 10 % and
 tau 1.5 on each Hopper path of MEMPLAN_ATTENTION_KERNEL (tma: the TMA kernel, flash_tma.cu, the
 default; wgmma: the cp.async wgmma kernel, flash_wgmma.cu), the variable set before each call
-(the library reads it at every launch). Paths named tma-sparse-* (the TMA kernel with a
-candidate set-up for block lists: tma-sparse-wr, tma-sparse-rq, tma-sparse-pair,
-tma-sparse-pair128, tma-sparse-pair-rq, tma-sparse-pair128-rq, tma-sparse-persistent,
-tma-sparse-rq128, tma-sparse-persistent128) run tma's dense kernel, so only their sparse modes
-are timed. Each backend is timed with CUDA events around single calls (median
-of repeats after warm-up); the whole set runs `--rounds` times, the order of the backends reversed every
+(the library reads it at every launch). Each backend is timed with CUDA events around single calls (median of repeats
+after warm-up); the whole set runs `--rounds` times, the order of the backends reversed every
 other round, and the table gives the median over rounds.
 
 TFLOP/s counts 4 * b * h * N^2 * d for dense. A sparse call (selection + attention, timed whole)
@@ -158,8 +154,6 @@ def main():
             kept = {"topk10": visited_blocks(q, k, "topk"), "tau1.5": visited_blocks(q, k, "tau")}
             for path in paths:
                 for mode, policy in policies.items():
-                    if mode == "dense" and path.startswith("tma-sparse-"):
-                        continue  # tma's dense kernel, timed under tma
                     def run(path=path, policy=policy, step=f"attention-{n}-{mode}-{path}"):
                         os.environ["MEMPLAN_ATTENTION_KERNEL"] = path
                         with memplan.step(step):  # the sparse workspace: a step event

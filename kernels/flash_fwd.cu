@@ -6,9 +6,8 @@
 // kernel (flash_tma.cu) by default (the fastest measured, docs/attention.md), the wgmma kernel with
 // its cp.async ring (flash_wgmma.cu) where the driver has no tensor maps or with
 // MEMPLAN_ATTENTION_KERNEL=wgmma; MEMPLAN_ATTENTION_KERNEL=tma asks for the TMA kernel explicitly,
-// the tma-sparse-* names (kTmaNames) for the TMA kernel with a candidate set-up for block lists
-// (dense launches as tma; flash_tma.hpp), =mma forces mma.sync. The variable is read at every
-// launch, so a process (the tests, the benchmark) can run each path.
+// =mma forces mma.sync. The variable is read at every launch, so a process (the tests, the
+// benchmark) can run each path.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -42,51 +41,25 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 enum class KernelChoice { Default, Tma, Wgmma, Mma };
 
-// The TMA kernel's names: each runs one set-up for block lists (dense launches are the same).
-struct TmaName {
-  const char* name;
-  TmaSparse sparse;
-};
-constexpr TmaName kTmaNames[] = {{"tma", TmaSparse::OneGroup},
-                                 {"tma-sparse-wr", TmaSparse::WarpRelease},
-                                 {"tma-sparse-rq", TmaSparse::QInRegisters},
-                                 {"tma-sparse-pair", TmaSparse::Pair},
-                                 {"tma-sparse-pair128", TmaSparse::Pair128},
-                                 {"tma-sparse-pair-rq", TmaSparse::PairQInRegisters},
-                                 {"tma-sparse-pair128-rq", TmaSparse::Pair128QInRegisters},
-                                 {"tma-sparse-persistent", TmaSparse::Persistent},
-                                 {"tma-sparse-rq128", TmaSparse::QInRegisters128},
-                                 {"tma-sparse-persistent128", TmaSparse::Persistent128}};
-
-struct Choice {
-  KernelChoice kernel = KernelChoice::Default;
-  TmaSparse sparse = TmaSparse::OneGroup;  // the default's set-up for block lists too
-};
-
-Choice kernel_choice() {
+KernelChoice kernel_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
-  if (value == nullptr || *value == '\0') return {};
-  std::string names;
-  for (const TmaName& tma : kTmaNames) {
-    if (std::strcmp(value, tma.name) == 0) return {KernelChoice::Tma, tma.sparse};
-    names += tma.name;
-    names += ", ";
-  }
-  if (std::strcmp(value, "wgmma") == 0) return {KernelChoice::Wgmma};
-  if (std::strcmp(value, "mma") == 0) return {KernelChoice::Mma};
+  if (value == nullptr || *value == '\0') return KernelChoice::Default;
+  if (std::strcmp(value, "tma") == 0) return KernelChoice::Tma;
+  if (std::strcmp(value, "wgmma") == 0) return KernelChoice::Wgmma;
+  if (std::strcmp(value, "mma") == 0) return KernelChoice::Mma;
   throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
-                        " is none of " + names + "wgmma, mma");
+                        " is none of tma, wgmma, mma");
 }
 
 }  // namespace
 
 void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
-  const Choice choice = kernel_choice();
+  const KernelChoice choice = kernel_choice();
   const bool hopper =
-      params.head_dim == 128 && choice.kernel != KernelChoice::Mma && flash_wgmma_available();
-  if (hopper && (choice.kernel == KernelChoice::Tma ||
-                 (choice.kernel == KernelChoice::Default && tensor_maps_available()))) {
-    run_flash_tma(params, choice.sparse, stream);
+      params.head_dim == 128 && choice != KernelChoice::Mma && flash_wgmma_available();
+  if (hopper && (choice == KernelChoice::Tma ||
+                 (choice == KernelChoice::Default && tensor_maps_available()))) {
+    run_flash_tma(params, stream);
   } else if (hopper) {
     run_flash_wgmma(params, stream);
   } else if (params.head_dim == 64) {

@@ -81,15 +81,6 @@ TEST_P(FlashForward, SparseListMatchesReference) {
   sparse_list_matches_reference(GetParam());
 }
 
-// The TMA kernel's candidate set-ups for block lists: only the sparse check (dense launches run
-// `tma`'s dense set-up under every name).
-class SparseSetupFlashForward : public ::testing::TestWithParam<FlashCase> {};
-
-TEST_P(SparseSetupFlashForward, SparseListMatchesReference) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  sparse_list_matches_reference(GetParam());
-}
-
 std::string case_name(const ::testing::TestParamInfo<FlashCase>& info) {
   // Appending (not "b" + string) dodges a GCC 12 -Wrestrict false alarm.
   const ShapeCase& s = info.param.shape;
@@ -119,34 +110,16 @@ INSTANTIATE_TEST_SUITE_P(
 // 5, 8, 10, 15 and 24 (dense, on 192-key tiles: last tiles of 1, 3, 2, 2, 1, 3 and 3 listed
 // blocks, the rest masked; 24 blocks reuse the 2-stage ring four times), tails of 37, 1, 44, 2
 // and 28 tokens and none, batches up to 3 (each batch's tail must read zeros, not the next
-// batch's first tokens).
+// batch's first tokens). Block lists (a ring per group of a CTA): random lists of unequal lengths
+// on neighbouring query blocks (the shorter one's empty turns), dense rows among them, odd block
+// counts (a CTA's second group without a row), and 1,080 rows of 3 blocks with a tail of 2 tokens.
 INSTANTIATE_TEST_SUITE_P(
     Tma, FlashForward,
     ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma"}, FlashCase{{2, 300, 2, 128}, "tma"},
                       FlashCase{{1, 129, 1, 128}, "tma"}, FlashCase{{3, 450, 2, 128}, "tma"},
                       FlashCase{{1, 640, 2, 128}, "tma"}, FlashCase{{2, 960, 2, 128}, "tma"},
-                      FlashCase{{1, 1500, 2, 128}, "tma"}),
+                      FlashCase{{1, 1500, 2, 128}, "tma"}, FlashCase{{3, 130, 120, 128}, "tma"}),
     case_name);
-
-// The TMA kernel's candidate set-ups for block lists on the same shapes: random lists of unequal
-// lengths on neighbouring query blocks (the paired set-ups' empty turns), dense rows among them,
-// odd block counts (a paired CTA's second group without a row); and 1,080 rows of 3 blocks (a tail
-// of 2 tokens): more rows than an H200's 264 CTAs of the persistent set-up, so its CTAs run several
-// rows each on one ring.
-std::vector<FlashCase> sparse_setup_cases() {
-  std::vector<FlashCase> cases;
-  for (const char* setup : kSparseSetups) {
-    for (const ShapeCase shape :
-         {ShapeCase{1, 37, 2, 128}, ShapeCase{2, 300, 2, 128}, ShapeCase{1, 129, 1, 128},
-          ShapeCase{3, 450, 2, 128}, ShapeCase{1, 640, 2, 128}, ShapeCase{2, 960, 2, 128},
-          ShapeCase{1, 1500, 2, 128}, ShapeCase{3, 130, 120, 128}}) {
-      cases.push_back({shape, setup});
-    }
-  }
-  return cases;
-}
-INSTANTIATE_TEST_SUITE_P(TmaSparse, SparseSetupFlashForward,
-                         ::testing::ValuesIn(sparse_setup_cases()), case_name);
 
 // The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
 // 128 shapes it was tested on as the default, and a one-block sequence.

@@ -5,9 +5,6 @@
 // parameters, captured by value).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <string>
-
 #include "gpu_case.hpp"
 #include "kernel_choice.hpp"
 #include "support/gpu.hpp"
@@ -111,21 +108,6 @@ TEST(AttentionGraph, WgmmaKernelReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   topk_replay_equals_eager_on("wgmma");
 }
-
-// The TMA kernel's candidate set-ups for block lists.
-class AttentionGraphSparseSetup : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(AttentionGraphSparseSetup, TopKReplayEqualsEager) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  topk_replay_equals_eager_on(GetParam());
-}
-
-INSTANTIATE_TEST_SUITE_P(TmaSparse, AttentionGraphSparseSetup, ::testing::ValuesIn(kSparseSetups),
-                         [](const auto& param_info) {
-                           std::string name = param_info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
 
 }  // namespace
 }  // namespace memplan::attention::test

@@ -1,22 +1,13 @@
 // Runs a test on one flash forward path: sets MEMPLAN_ATTENTION_KERNEL (read at every launch, see
 // kernels/flash_fwd.cu) for the guard's lifetime and restores what was there, so one test binary
-// checks the default path and each Hopper kernel by name (tma, wgmma) against the same references;
-// the TMA kernel's candidate set-ups for block lists (kSparseSetups) run the sparse tests too.
+// checks the default path and each Hopper kernel by name (tma, wgmma) against the same references.
 #pragma once
 
-#include <array>
 #include <cstdlib>
 #include <optional>
 #include <string>
 
 namespace memplan::attention::test {
-
-// MEMPLAN_ATTENTION_KERNEL values that differ from `tma` only for block lists (flash_tma.hpp):
-// the sparse tests (flash shapes, selection + attention, graph replay, 2 x 600k) run each.
-inline constexpr std::array<const char*, 9> kSparseSetups{
-    "tma-sparse-wr",         "tma-sparse-rq",      "tma-sparse-pair",
-    "tma-sparse-pair128",    "tma-sparse-pair-rq", "tma-sparse-pair128-rq",
-    "tma-sparse-persistent", "tma-sparse-rq128",   "tma-sparse-persistent128"};
 
 class ScopedKernel {
  public:

@@ -264,21 +264,18 @@ std::string select_case_name(const ::testing::TestParamInfo<SelectCase>& param_i
 
 INSTANTIATE_TEST_SUITE_P(Modes, Selection, ::testing::ValuesIn(kModeCases), select_case_name);
 
-// The head_dim 128 cases (the Hopper kernels' only head_dim) on each of the TMA kernel's candidate
-// set-ups for block lists.
-std::vector<SelectCase> sparse_setup_cases() {
+// The head_dim 128 cases (the Hopper kernels' only head_dim) on the TMA kernel by name (the
+// default path runs it only where the driver has tensor maps).
+std::vector<SelectCase> tma_cases() {
   std::vector<SelectCase> cases;
-  for (const char* setup : kSparseSetups) {
-    for (SelectCase c : kModeCases) {
-      if (c.head_dim != 128) continue;
-      c.kernel = setup;
-      cases.push_back(c);
-    }
+  for (SelectCase c : kModeCases) {
+    if (c.head_dim != 128) continue;
+    c.kernel = "tma";
+    cases.push_back(c);
   }
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(TmaSparse, Selection, ::testing::ValuesIn(sparse_setup_cases()),
-                         select_case_name);
+INSTANTIATE_TEST_SUITE_P(Tma, Selection, ::testing::ValuesIn(tma_cases()), select_case_name);
 
 }  // namespace
 }  // namespace memplan::attention::test
