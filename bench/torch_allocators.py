@@ -429,7 +429,8 @@ def driver(args):
     repeats = args.repeats or (1 if args.quick else 2)
     runs, start = [], time.perf_counter()
     for repeat in range(repeats):
-        order = ALLOCATORS if repeat % 2 == 0 else tuple(reversed(ALLOCATORS))
+        chosen = tuple(a for a in ALLOCATORS if a in (args.allocators or ALLOCATORS))
+        order = chosen if repeat % 2 == 0 else tuple(reversed(chosen))
         for model in models:
             if repeat >= MODELS[model][0 if args.quick else 1].get("repeats", repeats):
                 continue
@@ -466,6 +467,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small shapes, few steps")
     parser.add_argument("--models", nargs="*", help=f"a subset of {', '.join(MODELS)}")
     parser.add_argument("--repeats", type=int, default=0, help="default: 1 quick, 2 full")
+    parser.add_argument("--allocators", nargs="*", choices=ALLOCATORS,
+                        help="a subset of the allocators (default: all)")
     parser.add_argument("--out", default=os.path.join(REPO, "build", "torch_allocators"))
     parser.add_argument("--timeout", type=int, default=300, help="seconds per run")
     parser.add_argument("--resume", action="store_true",
