@@ -188,7 +188,9 @@ TEST_F(Fixture, APeriodTwoOutputGetsOneGraphPerParityAndEachStepWritesItsOwnOutp
   EXPECT_EQ(paths[5], StepPath::Captured);
   EXPECT_EQ(paths[6], StepPath::Captured);
   for (std::size_t s = 3; s < 14; ++s) {
-    if (s >= 7) EXPECT_EQ(paths[s], StepPath::Graph) << "step " << s;
+    if (s >= 7) {
+      EXPECT_EQ(paths[s], StepPath::Graph) << "step " << s;
+    }
     EXPECT_NE(parities[s], parities[s - 1]) << "step " << s;
   }
   EXPECT_EQ(runner.stats().captures, 2u);
