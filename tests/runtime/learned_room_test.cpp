@@ -54,8 +54,12 @@ TEST(LearnedRoom, ACallerThatStartsKeepingEveryOutputPaysOnceInsideAStepThenAtSt
       h.allocate(100 + s, kOut);
       h.release(1);
       const std::uint64_t in_body = memory_calls(h) - before;
-      if (s >= 3 && s != 7) EXPECT_EQ(in_body, 0u) << "step " << s;
-      if (s == 7) EXPECT_GT(in_body, 0u) << "the changed habit should cost step 7 a growth";
+      if (s >= 3 && s != 7) {
+        EXPECT_EQ(in_body, 0u) << "step " << s;
+      }
+      if (s == 7) {
+        EXPECT_GT(in_body, 0u) << "the changed habit should cost step 7 a growth";
+      }
     }
     if (s > 0 && s < 6) h.release(100 + s - 1);
   }
@@ -85,7 +89,9 @@ TEST(LearnedRoom, RandomHabitsNeverCorruptAndMapRoomOnlyWhereTheHabitGrew) {
         h.allocate(1000 + s, kOut);
         h.release(1);
         const std::uint64_t in_body = memory_calls(h) - before;
-        if (s >= 3 && !grew_since_last_step) EXPECT_EQ(in_body, 0u) << "step " << s;
+        if (s >= 3 && !grew_since_last_step) {
+          EXPECT_EQ(in_body, 0u) << "step " << s;
+        }
       }
       kept.push_back(1000 + s);
       most_live = std::max(most_live, kept.size());

@@ -35,7 +35,7 @@ Step output_step() {
 // Each plan of `parity` with the previous output held where the other plan put the output.
 void expect_valid(const Step& s, std::uint32_t hold_until) {
   const Node& out = s.g.node(s.out);
-  for (const std::uint8_t parity : {0, 1}) {
+  for (const std::uint8_t parity : {std::uint8_t{0}, std::uint8_t{1}}) {
     AllocationTree copy = s.g;
     for (NodeId id = 1; id < copy.node_count(); ++id) {
       if (copy.node(id).kind == EventKind::Alloc)
