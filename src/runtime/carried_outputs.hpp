@@ -44,11 +44,6 @@ class CarriedOutputs {
   [[nodiscard]] const std::vector<std::pair<void*, CarriedOutput>>& all() const noexcept {
     return live_;
   }
-  [[nodiscard]] std::uint64_t bytes() const noexcept {
-    std::uint64_t sum = 0;
-    for (const auto& [p, output] : live_) sum += static_cast<std::uint64_t>(output.size);
-    return sum;
-  }
   // Whether [offset, offset + size) of the window holds no carried output's byte.
   [[nodiscard]] bool clear(Bytes offset, Bytes size) const noexcept {
     return std::none_of(live_.begin(), live_.end(), [&](const auto& entry) {

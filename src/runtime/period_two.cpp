@@ -1,7 +1,7 @@
 // Outputs that outlive their step by less than one step, planned in the arena (period-two
-// placement, tree/period_two_planner.hpp). A learned site of a tree with one branch that showed
-// the habit at two begin_steps in a row (learned_sites.hpp) is planned twice: its branch's even
-// and odd plans. Each step of the tree runs the parity that holds where the previous output is
+// placement, tree/period_two_planner.hpp). A learned site of a tree with one branch that shows
+// the habit at a begin_step (learned_sites.hpp) is planned twice: its branch's even and odd
+// plans. Each step of the tree runs the parity that holds where the previous output is
 // (carried_outputs.hpp); the output stays in the window at its step's end instead of becoming a
 // rogue. Whatever breaks the habit - two outputs still live at a begin_step, an output of another
 // step name, a break in the tree, the window moving - turns the carried outputs into rogues (the

@@ -96,7 +96,7 @@ Stats Compiler::Impl::snapshot() const {
   s.arena_live_bytes =
       live_bytes.step_bytes() + live_bytes.carried_bytes() + stats.live_rogue_bytes;
   s.live_carried_outputs = carried.size();
-  s.live_carried_bytes = carried.bytes();
+  s.live_carried_bytes = live_bytes.carried_bytes();
   s.arena_peak_live_bytes = live_bytes.arena_peak();
   s.pool_peak_live_bytes = live_bytes.pool_peak();
   s.peak_live_rogue_bytes = live_bytes.rogue_peak();
@@ -146,8 +146,8 @@ std::string Compiler::Impl::describe_memory() const {
       human(arena.raw().mapped_bytes()), human(pool.arena().mapped_bytes()),
       human_bytes(step_bytes), step_buffers, human(stats.live_rogue_bytes), stats.live_rogues,
       carried.empty() ? std::string()
-                      : fmt::format("{} in {} output(s) of earlier steps, ", human(carried.bytes()),
-                                    carried.size()),
+                      : fmt::format("{} in {} output(s) of earlier steps, ",
+                                    human(live_bytes.carried_bytes()), carried.size()),
       human(pool.allocated_bytes()));
   if (buffers.empty()) return text;
   std::stable_sort(buffers.begin(), buffers.end(),
