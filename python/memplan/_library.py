@@ -28,6 +28,7 @@ class Options(ctypes.Structure):
         ("pool_chunk_bytes", ctypes.c_size_t),
         ("alignment", ctypes.c_size_t),
         ("log_level", ctypes.c_int),
+        ("plan_budget_ms", ctypes.c_int64),
     ]
 
 
@@ -81,6 +82,7 @@ _PROTOTYPES = {
     "memplan_torch_release": (_c_int, [_c_int]),
     "memplan_torch_stats_json": (_c_char_p, [_c_int]),
     "memplan_torch_report": (_c_char_p, [_c_int]),
+    "memplan_torch_write_branch_trace": (_c_int, [_c_int, _c_char_p, ctypes.c_int64, _c_char_p]),
     "memplan_torch_last_error": (_c_char_p, []),
     "memplan_torch_clear_error": (None, []),
     "memplan_torch_callback_failures": (ctypes.c_uint64, []),

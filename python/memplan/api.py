@@ -10,6 +10,7 @@ in ends (or by check_callbacks()).
 import contextlib
 import ctypes
 import json
+import os
 
 from . import _library
 from .errors import MemplanError, error_for
@@ -74,16 +75,18 @@ def default_options():
 
 
 def configure(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_bytes=0,
-              alignment=0, log_level=None):
+              alignment=0, log_level=None, plan_budget_ms=0):
     """Options of the compilers created from now on (0 keeps the default). log_level: a name
-    ("trace", "debug", "info", "warn", "error", "critical", "off") or 0..6."""
+    ("trace", "debug", "info", "warn", "error", "critical", "off") or 0..6; plan_budget_ms: the
+    planner's search time for one branch (default 200)."""
     levels = ("trace", "debug", "info", "warn", "error", "critical", "off")
     if isinstance(log_level, str):
         if log_level not in levels:
             raise ValueError(f"log_level {log_level!r} is not one of {', '.join(levels)}")
         log_level = levels.index(log_level)
     options = _library.Options(reserve_bytes, chunk_bytes, pool_reserve_bytes, pool_chunk_bytes,
-                               alignment, -1 if log_level is None else int(log_level))
+                               alignment, -1 if log_level is None else int(log_level),
+                               int(plan_budget_ms))
     _check(lib().memplan_torch_configure(ctypes.byref(options)))
 
 
@@ -173,6 +176,14 @@ def stats(device=None):
 
 def report(device=None):
     return _text(lib().memplan_torch_report(_device(device)))
+
+
+def write_branch_trace(path, step, branch, device=None):
+    """Writes a recorded branch of a step (report() lists them) as a planner problem with its
+    plan: .csv (MiniMalloc CSV) or .json (memplan's trace) with offsets and tags, or a picture
+    (.svg, .html). `memplan plan FILE` re-plans it."""
+    _check(lib().memplan_torch_write_branch_trace(_device(device), step.encode(), int(branch),
+                                                  os.fsencode(path)))
 
 
 def trim(device=None):

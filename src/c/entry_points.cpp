@@ -9,6 +9,7 @@
 #include "guarded.hpp"
 #include "last_error.hpp"
 #include "memplan/c/memplan_torch.h"
+#include "memplan/runtime/branch_trace.hpp"
 #include "memplan/runtime/stats_json.hpp"
 #include "memplan/version.hpp"
 #include "options.hpp"
@@ -159,6 +160,15 @@ const char* memplan_torch_report(int device) {
     return MEMPLAN_OK;
   });
   return out;
+}
+
+int memplan_torch_write_branch_trace(int device, const char* step, int64_t branch,
+                                     const char* path) {
+  return control("memplan_torch_write_branch_trace", device, [&](Compiler& c) {
+    if (path == nullptr) throw InvalidArgument("the path is NULL");
+    if (branch < 0) throw InvalidArgument(fmt::format("branch {} is negative", branch));
+    write_branch_trace(path, c.branch_trace(checked_name(step), static_cast<std::size_t>(branch)));
+  });
 }
 
 const char* memplan_torch_last_error(void) { return last_error(); }

@@ -26,7 +26,8 @@ memplan_torch_options to_c_options(const CompilerOptions& options) {
                                .pool_reserve_bytes = options.pool_reserve_bytes,
                                .pool_chunk_bytes = options.pool_chunk_bytes,
                                .alignment = options.default_alignment,
-                               .log_level = kLogUnchanged};
+                               .log_level = kLogUnchanged,
+                               .plan_budget_ms = options.plan_budget.count()};
 }
 
 CompilerOptions default_compiler_options() {
@@ -55,6 +56,10 @@ CompilerOptions to_compiler_options(const memplan_torch_options& c) {
   keep_if_set(options.pool_reserve_bytes, c.pool_reserve_bytes);
   keep_if_set(options.pool_chunk_bytes, c.pool_chunk_bytes);
   keep_if_set(options.default_alignment, c.alignment);
+  if (c.plan_budget_ms < 0) {
+    throw InvalidArgument(fmt::format("plan_budget_ms {} is negative", c.plan_budget_ms));
+  }
+  if (c.plan_budget_ms > 0) options.plan_budget = std::chrono::milliseconds(c.plan_budget_ms);
   return options;
 }
 

@@ -44,8 +44,11 @@ BranchTrace Compiler::Impl::branch_trace(std::string_view step, std::size_t bran
   }
   const tree::AllocationTree& t = it->second->tree;
   if (branch >= t.branch_count()) {
-    throw InvalidArgument(fmt::format("branch_trace: step '{}' has {} branch(es), not {}", step,
-                                      t.branch_count(), branch + 1));
+    const std::string branches = t.branch_count() == 0
+                                     ? std::string("none recorded")
+                                     : fmt::format("its branches: 0..{}", t.branch_count() - 1);
+    throw InvalidArgument(
+        fmt::format("branch_trace: step '{}' has no branch {} ({})", step, branch, branches));
   }
   const auto id = static_cast<tree::BranchId>(branch);
   BranchTrace trace{.step = std::string(step), .branch = branch};

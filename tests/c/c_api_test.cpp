@@ -3,6 +3,10 @@
 // plan intact.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -124,6 +128,57 @@ TEST(CApi, AFailedFreeOnAnotherThreadIsSeenFromThisOne) {
   EXPECT_NE(std::string(memplan_torch_last_callback_error()).find("size=1048576"),
             std::string::npos);
   EXPECT_EQ(last_error(), "");  // this thread's last error is its own
+}
+
+TEST(CApi, WritesARecordedBranchAsAPlannerProblem) {
+  const int device = fresh_device();
+  memplan_torch_step_result result{};
+  run_step(device, &result);
+  const auto pointers = run_step(device, &result);  // the plan's addresses
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("memplan_c_api_branch_" + std::to_string(::getpid()) + ".csv");
+  ASSERT_EQ(memplan_torch_write_branch_trace(device, "denoise", 0, path.c_str()), MEMPLAN_OK)
+      << last_error();
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::filesystem::remove(path);
+  ASSERT_EQ(lines.size(), 4U);  // the header and the step's three buffers
+  EXPECT_EQ(lines[0].rfind("id,lower,upper,size,alignment,offset", 0), 0U) << lines[0];
+  EXPECT_NE(lines[1].find(",4194304,"), std::string::npos) << lines[1];
+
+  EXPECT_EQ(memplan_torch_write_branch_trace(device, "denoise", 1, path.c_str()),
+            MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("branch 1"), std::string::npos) << last_error();
+  EXPECT_EQ(memplan_torch_write_branch_trace(device, "vae", 0, path.c_str()),
+            MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("vae"), std::string::npos) << last_error();
+  EXPECT_EQ(memplan_torch_write_branch_trace(device, "denoise", -1, path.c_str()),
+            MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("branch -1 is negative"), std::string::npos) << last_error();
+  EXPECT_EQ(memplan_torch_write_branch_trace(device, "denoise", 0, nullptr),
+            MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_EQ(memplan_torch_write_branch_trace(device, "denoise", 0, "branch.txt"),
+            MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("branch.txt"), std::string::npos) << last_error();
+  EXPECT_FALSE(std::filesystem::exists("branch.txt"));
+  EXPECT_EQ(run_step(device, &result), pointers);  // the plan is untouched
+  EXPECT_EQ(result.kind, 0);
+}
+
+TEST(CApi, PlanBudgetIsAnOption) {
+  memplan_torch_options options;
+  memplan_torch_default_options(&options);
+  EXPECT_EQ(options.plan_budget_ms, 200);
+  memplan_torch_options negative = options;
+  negative.plan_budget_ms = -5;
+  EXPECT_EQ(memplan_torch_configure(&negative), MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("plan_budget_ms -5 is negative"), std::string::npos) << last_error();
+  options.plan_budget_ms = 1000;
+  ASSERT_EQ(memplan_torch_configure(&options), MEMPLAN_OK) << last_error();
+  memplan_torch_options now;
+  memplan_torch_default_options(&now);
+  EXPECT_EQ(now.plan_budget_ms, 200);  // the defaults, not the configured options
 }
 
 TEST(CApi, AttentionIsUnsupportedInTheHostLibrary) {

@@ -111,7 +111,7 @@ TEST(BranchTrace, AStepOrBranchThatDoesNotExistIsNamed) {
     (void)h.compiler().branch_trace("denoise", 1);
     ADD_FAILURE() << "no throw";
   } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "branch_trace: step 'denoise' has 1 branch(es), not 2");
+    EXPECT_STREQ(e.what(), "branch_trace: step 'denoise' has no branch 1 (its branches: 0..0)");
   }
 }
 

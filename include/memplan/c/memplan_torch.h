@@ -57,6 +57,7 @@ typedef struct memplan_torch_options {
   size_t pool_chunk_bytes;   /* persistent pool's chunk (default 64 MiB) */
   size_t alignment;          /* every pointer is aligned to this (default 256) */
   int log_level; /* 0 trace, 1 debug, 2 info, 3 warn, 4 error, 5 critical, 6 off; -1 unchanged */
+  int64_t plan_budget_ms; /* the planner's search time for one branch (default 200) */
 } memplan_torch_options;
 
 /* What memplan_torch_end_step() says of the step. */
@@ -117,6 +118,11 @@ MEMPLAN_TORCH_API int memplan_torch_release(int device);
 MEMPLAN_TORCH_API const char* memplan_torch_stats_json(int device);
 /* The compiler's readable report, or NULL on error. */
 MEMPLAN_TORCH_API const char* memplan_torch_report(int device);
+/* Writes branch `branch` of step `step` (the report lists both) as a planner problem with its
+ * plan: by the path's extension MiniMalloc CSV (.csv) or memplan's JSON trace (.json), with the
+ * planned offsets and tags, or a picture (.svg, .html). `memplan plan` re-plans the file. */
+MEMPLAN_TORCH_API int memplan_torch_write_branch_trace(int device, const char* step, int64_t branch,
+                                                       const char* path);
 
 /* The last error of a call on this thread ("" if none); memplan_torch_clear_error() empties it. */
 MEMPLAN_TORCH_API const char* memplan_torch_last_error(void);

@@ -142,3 +142,24 @@ def test_options_reach_new_compilers(lib):
     finally:
         memplan.configure(reserve_bytes=256 * MiB, chunk_bytes=2 * MiB,
                           pool_reserve_bytes=256 * MiB, pool_chunk_bytes=2 * MiB)
+
+
+def test_a_branch_is_written_as_a_planner_problem(alloc, device, tmp_path):
+    run_step(alloc, device)
+    pointers, _ = run_step(alloc, device)  # the plan's addresses
+    path = tmp_path / "denoise-0.csv"
+    memplan.write_branch_trace(path, "denoise", 0, device)
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("id,lower,upper,size,alignment,offset")
+    assert len(lines) == 4  # the header and the step's three buffers
+    with pytest.raises(memplan.InvalidArgument, match="branch 3"):
+        memplan.write_branch_trace(tmp_path / "x.csv", "denoise", 3, device)
+    with pytest.raises(memplan.InvalidArgument, match="x.txt"):
+        memplan.write_branch_trace(tmp_path / "x.txt", "denoise", 0, device)
+    assert run_step(alloc, device)[0] == pointers
+
+
+def test_plan_budget_is_an_option(lib):
+    assert memplan.default_options()["plan_budget_ms"] == 200
+    with pytest.raises(memplan.InvalidArgument, match="plan_budget_ms -1 is negative"):
+        memplan.configure(plan_budget_ms=-1)
