@@ -48,6 +48,8 @@ caching: num_device_alloc + num_device_free during them; async: every allocation
 cudaMallocAsync call (not counted).
 The DiT's sparse steps call memplan.attention under every allocator: under caching and async its
 workspace comes from a memplan compiler made for it (persistent pool), in device_used too.
+memplan's runs write each branch of the step as a planner problem with its plan beside their JSON
+(runs/<model>.<allocator>.<repeat>.branch<N>.csv; `memplan plan FILE` re-plans one).
 Outputs: the DiT's latents after the last step, the other models' last output; "bitwise =
 caching" compares their SHA-256 with the caching allocator's (CUBLAS_WORKSPACE_CONFIG=:4096:8 and
 deterministic cuDNN in every run); memplan-graphs compares with caching-graphs where that ran
@@ -171,6 +173,21 @@ class TorchGraphed:
             caller.wait_stream(self.stream)
 
 
+def _write_branch_traces(step, json_path):
+    """Each recorded branch of the step as a planner problem with its plan (CSV beside the run's
+    JSON, for `memplan plan` to re-plan); returns their paths."""
+    import memplan
+
+    paths = []
+    while True:
+        path = json_path[:-len(".json")] + f".branch{len(paths)}.csv"
+        try:
+            memplan.write_branch_trace(path, step, len(paths))
+        except memplan.InvalidArgument:
+            return paths
+        paths.append(os.path.relpath(path, os.path.dirname(json_path)))
+
+
 def worker(args):
     import torch
 
@@ -262,7 +279,7 @@ def worker(args):
                 stats["steps_recorded"] - after_warmup["steps_recorded"]
                 + stats["steps_dynamic"] - after_warmup["steps_dynamic"]),
             "graphs": dict(graphed.stats), "capture_error": graphed.last_capture_error,
-            "stats": stats,
+            "stats": stats, "branch_traces": _write_branch_traces(name, args.json),
         })
     else:
         stats = _torch_stat(torch.cuda.memory_stats) or {}
