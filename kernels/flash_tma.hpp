@@ -10,6 +10,7 @@
 
 namespace memplan::attention::detail {
 
-void run_flash_tma(const FlashParams& params, cudaStream_t stream);
+// persistent: the `tma-persistent` set-ups (a grid of resident CTAs looping over work items).
+void run_flash_tma(const FlashParams& params, bool persistent, cudaStream_t stream);
 
 }  // namespace memplan::attention::detail
