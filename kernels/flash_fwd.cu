@@ -61,7 +61,11 @@ void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
       params.head_dim == 128 && choice != KernelChoice::Mma && flash_wgmma_available();
   if (hopper && (choice == KernelChoice::Tma || choice == KernelChoice::TmaPersistent ||
                  (choice == KernelChoice::Default && tensor_maps_available()))) {
-    run_flash_tma(params, choice == KernelChoice::TmaPersistent, stream);
+    if (choice == KernelChoice::TmaPersistent) {
+      run_flash_tma_persistent(params, stream);
+    } else {
+      run_flash_tma(params, stream);
+    }
   } else if (hopper) {
     run_flash_wgmma(params, stream);
   } else if (params.head_dim == 64) {

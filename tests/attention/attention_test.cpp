@@ -22,10 +22,12 @@ struct ShapeCase {
   int head_dim;
 };
 
-// A shape on one path ("" the default, or a MEMPLAN_ATTENTION_KERNEL value).
+// A shape on one path ("" the default, or a MEMPLAN_ATTENTION_KERNEL value); `ctas` > 0 caps the
+// persistent kernel's grid (MEMPLAN_ATTENTION_PERSISTENT_CTAS).
 struct FlashCase {
   ShapeCase shape;
   const char* kernel;
+  int ctas = 0;
 };
 
 class FlashForward : public ::testing::TestWithParam<FlashCase> {};
@@ -35,6 +37,7 @@ AttentionShape to_shape(const ShapeCase& c) { return {c.batch, c.tokens, c.heads
 TEST_P(FlashForward, DenseMatchesReference) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   const ScopedKernel kernel(GetParam().kernel);
+  const ScopedPersistentCtas ctas(GetParam().ctas);
   GpuCase c(to_shape(GetParam().shape), 0.0f);
   SCOPED_TRACE(testing::Message() << "seed " << c.seed);
   launch_flash_forward(c.shape, c.tensors(), BlockList{}, nullptr, 0.0f, nullptr);
@@ -47,6 +50,7 @@ TEST_P(FlashForward, DenseMatchesReference) {
 // dense (count == blocks), and list slots past the count filled with garbage the kernel must skip.
 void sparse_list_matches_reference(const FlashCase& fc) {
   const ScopedKernel kernel(fc.kernel);
+  const ScopedPersistentCtas ctas(fc.ctas);
   GpuCase c(to_shape(fc.shape), 0.0f);
   SCOPED_TRACE(testing::Message() << "seed " << c.seed);
   const int n = c.shape.blocks();
@@ -96,6 +100,10 @@ std::string case_name(const ::testing::TestParamInfo<FlashCase>& info) {
     if (c == info.param.kernel) name += "_";
     name += *c == '-' ? '_' : *c;
   }
+  if (info.param.ctas > 0) {
+    name += "_ctas";
+    name += std::to_string(info.param.ctas);
+  }
   return name;
 }
 
@@ -120,6 +128,29 @@ INSTANTIATE_TEST_SUITE_P(
                       FlashCase{{1, 640, 2, 128}, "tma"}, FlashCase{{2, 960, 2, 128}, "tma"},
                       FlashCase{{1, 1500, 2, 128}, "tma"}, FlashCase{{3, 130, 120, 128}, "tma"}),
     case_name);
+
+// The persistent TMA kernel on the TMA kernel's shapes, on every CTA the device holds (most of
+// these shapes have fewer work items than CTAs: one item a CTA) and on a grid capped at 1, 2 or 7
+// CTAs, so each CTA runs many items (up to 720) back to back: the rings' stages and phases and
+// the ping-pong turns carry over from item to item, lists of unequal lengths follow each other,
+// and the 32-bit tile counter passes many phase flips.
+INSTANTIATE_TEST_SUITE_P(TmaPersistent, FlashForward,
+                         ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma-persistent"},
+                                           FlashCase{{2, 300, 2, 128}, "tma-persistent"},
+                                           FlashCase{{1, 129, 1, 128}, "tma-persistent"},
+                                           FlashCase{{3, 450, 2, 128}, "tma-persistent"},
+                                           FlashCase{{1, 640, 2, 128}, "tma-persistent"},
+                                           FlashCase{{2, 960, 2, 128}, "tma-persistent"},
+                                           FlashCase{{1, 1500, 2, 128}, "tma-persistent"},
+                                           FlashCase{{3, 130, 120, 128}, "tma-persistent"},
+                                           FlashCase{{1, 37, 2, 128}, "tma-persistent", 1},
+                                           FlashCase{{2, 300, 2, 128}, "tma-persistent", 1},
+                                           FlashCase{{3, 450, 2, 128}, "tma-persistent", 2},
+                                           FlashCase{{2, 960, 2, 128}, "tma-persistent", 7},
+                                           FlashCase{{1, 1500, 2, 128}, "tma-persistent", 2},
+                                           FlashCase{{3, 130, 120, 128}, "tma-persistent", 1},
+                                           FlashCase{{3, 130, 120, 128}, "tma-persistent", 7}),
+                         case_name);
 
 // The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
 // 128 shapes it was tested on as the default, and a one-block sequence.
