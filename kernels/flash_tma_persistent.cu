@@ -369,24 +369,14 @@ using PersistentSparseTma = TmaConfig<PersistentSetup<SparseSetup>>;
 static_assert(PersistentDenseTma::kConsumerRegisters == 240 &&
               PersistentSparseTma::kConsumerRegisters == 240);
 
-// CTAs of `kernel` the device holds at once (SMs x CTAs an SM holds). Host queries only, no
-// stream work: legal during capture.
-template <class Kernel>
-std::int64_t resident_ctas(Kernel* kernel, int threads, int smem_bytes) {
+// The SMs of the current device: the grid of a set-up whose CTA fills an SM (one CTA per SM, by
+// its shared memory and its registers). A query, no stream work: legal during capture.
+int multiprocessors() {
   int device = 0;
   int sms = 0;
-  int per_sm = 0;
   MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
   MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  MEMPLAN_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
-  if (per_sm < 1) {
-    // Plain string building: fmt's compile-time checks do not survive nvcc (cuda_check.hpp).
-    throw CudaError("attention: flash_tma_persistent_kernel (" + std::to_string(threads) +
-                    " threads, " + std::to_string(smem_bytes) +
-                    " bytes of shared memory) fits no SM");
-  }
-  return static_cast<std::int64_t>(sms) * per_sm;
+  return sms;
 }
 
 // MEMPLAN_ATTENTION_PERSISTENT_CTAS: at most this many CTAs in the grid (read at every launch;
@@ -417,11 +407,13 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   const CUtensorMap q_map = head_tensor_map("q", params.q, params);
   const CUtensorMap k_map = head_tensor_map("k", params.k, params);
   const CUtensorMap v_map = head_tensor_map("v", params.v, params);
-  // As many CTAs as are resident at once, at most one an item.
+  // As many CTAs as are resident at once (one per SM), at most one an item.
   const std::int64_t items = static_cast<std::int64_t>(params.batch) * params.heads *
                              ((params.blocks + Cfg::kGroups - 1) / Cfg::kGroups);
-  const auto ctas =
-      std::min({resident_ctas(kernel, Cfg::kThreads, Cfg::kSmemBytes), items, cta_cap()});
+  static_assert(
+      2 * Cfg::kSmemBytes > 228 * 1024 && 2 * Cfg::kThreads * Cfg::kEntryRegisters > 65536,
+      "one CTA per SM");
+  const auto ctas = std::min({static_cast<std::int64_t>(multiprocessors()), items, cta_cap()});
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kWgD)) * M_LOG2E);
   kernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
       q_map, k_map, v_map, params, scale_log2);
