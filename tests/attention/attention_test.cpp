@@ -10,6 +10,7 @@
 
 #include "gpu_case.hpp"
 #include "kernel_choice.hpp"
+#include "memplan/error.hpp"
 #include "support/gpu.hpp"
 
 namespace memplan::attention::test {
@@ -151,6 +152,30 @@ INSTANTIATE_TEST_SUITE_P(TmaPersistent, FlashForward,
                                            FlashCase{{3, 130, 120, 128}, "tma-persistent", 1},
                                            FlashCase{{3, 130, 120, 128}, "tma-persistent", 7}),
                          case_name);
+
+// The persistent grid's cap (MEMPLAN_ATTENTION_PERSISTENT_CTAS, read at every launch of the
+// persistent kernel) must be a positive number of CTAs; anything else is an error naming it.
+TEST(FlashForwardPersistent, BadCtaCapIsAnErrorNamingIt) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  int device = 0;
+  cudaDeviceProp prop{};
+  TEST_CUDA(cudaGetDevice(&device));
+  TEST_CUDA(cudaGetDeviceProperties(&prop, device));
+  if (prop.major != 9) GTEST_SKIP() << "the TMA kernels run on compute capability 9.x only";
+  const ScopedKernel kernel("tma-persistent");
+  GpuCase c({1, 200, 2, 128}, 0.0f);
+  for (const char* cap : {"0", "-3", "12x"}) {
+    const ScopedEnv env("MEMPLAN_ATTENTION_PERSISTENT_CTAS", cap);
+    try {
+      launch_flash_forward(c.shape, c.tensors(), BlockList{}, nullptr, 0.0f, nullptr);
+      ADD_FAILURE() << "MEMPLAN_ATTENTION_PERSISTENT_CTAS=" << cap << " was accepted";
+    } catch (const memplan::InvalidArgument& error) {
+      EXPECT_NE(std::string(error.what()).find(std::string("=") + cap), std::string::npos)
+          << error.what();
+    }
+  }
+  TEST_CUDA(cudaDeviceSynchronize());
+}
 
 // The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
 // 128 shapes it was tested on as the default, and a one-block sequence.
