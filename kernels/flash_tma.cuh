@@ -31,7 +31,10 @@ namespace memplan::attention::detail {
 //                  the warp's wgmma.wait_group), not one per thread: 4 arrivals a group per tile
 //                  instead of 128 on the same shared-memory word;
 //   kPersistent    a grid of resident CTAs looping over work items, the rings running on across
-//                  items (flash_tma_persistent.cu); else one CTA per item.
+//                  items (flash_tma_persistent.cu); else one CTA per item;
+//   kDynamic       persistent: the items come from a global counter, one at a time, passed on to
+//                  the CTA's other threads through two slots in shared memory; else a static
+//                  stride.
 template <class Setup>
 struct TmaConfig : Setup {
   using Setup::kSharedRing, Setup::kKeys, Setup::kKStages, Setup::kVStages, Setup::kPersistent;
@@ -57,7 +60,9 @@ struct TmaConfig : Setup {
   // and persistent set-ups q_empty.
   static constexpr int kBarriersPerRing = 1 + 2 * (kKStages + kVStages) + (kPersistent ? 1 : 0);
   static constexpr int kBarrierOffset = kRingOffset + kRingBytes * kRings;
-  static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriersPerRing * kRings;
+  // kDynamic: item_full[2], item_empty[2] and the two item slots after the rings' barriers.
+  static constexpr int kScheduleOffset = kBarrierOffset + 8 * kBarriersPerRing * kRings;
+  static constexpr int kSmemBytes = kScheduleOffset + (Setup::kDynamic ? 8 * 4 + 4 * 2 : 0);
   static_assert(kKeys == 64 || kKeys == 128 || kKeys == 192, "key tiles of 1-3 64-token blocks");
   static_assert(!kPersistent ||
                     ((kKStages & (kKStages - 1)) == 0 && (kVStages & (kVStages - 1)) == 0),
@@ -89,6 +94,7 @@ struct DenseSetup {
   static constexpr bool kQInRegisters = false;
   static constexpr bool kReleasePerWarp = false;
   static constexpr bool kPersistent = false;
+  static constexpr bool kDynamic = false;
 };
 // Block lists: a ring per group, each on its own list, 128-key tiles with K one stage and V two
 // (96 KB a group + two Q blocks): K(t + 1) is loaded as soon as S(t) read K(t), during the
@@ -102,11 +108,14 @@ struct SparseSetup {
   static constexpr bool kQInRegisters = true;
   static constexpr bool kReleasePerWarp = true;
   static constexpr bool kPersistent = false;
+  static constexpr bool kDynamic = false;
 };
-// `tma-persistent`: a set-up on a persistent grid, its rings running on across work items.
-template <class Setup>
+// `tma-persistent`: a set-up on a persistent grid, its rings running on across work items; with
+// DYNAMIC (`tma-persistent-dynamic`), items taken from a global counter.
+template <class Setup, bool DYNAMIC>
 struct PersistentSetup : Setup {
   static constexpr bool kPersistent = true;
+  static constexpr bool kDynamic = DYNAMIC;
 };
 
 }  // namespace memplan::attention::detail

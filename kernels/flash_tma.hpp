@@ -11,7 +11,10 @@
 namespace memplan::attention::detail {
 
 void run_flash_tma(const FlashParams& params, cudaStream_t stream);
-// The same set-ups on a persistent grid (flash_tma_persistent.cu, `tma-persistent`).
-void run_flash_tma_persistent(const FlashParams& params, cudaStream_t stream);
+// The same set-ups on a persistent grid (flash_tma_persistent.cu): `tma-persistent` (a static
+// stride of work items), or with `dynamic` (`tma-persistent-dynamic`) block lists whose
+// params.work_counter is set take items from that counter (dense launches and lists without a
+// counter keep the static stride).
+void run_flash_tma_persistent(const FlashParams& params, bool dynamic, cudaStream_t stream);
 
 }  // namespace memplan::attention::detail

@@ -72,10 +72,13 @@ void sparse_list_matches_reference(const FlashCase& fc) {
   }
   DeviceBuffer idx(list.idx.size() * sizeof(int));
   DeviceBuffer count(list.count.size() * sizeof(int));
+  DeviceBuffer work_counter(sizeof(unsigned));  // tma-persistent-dynamic's; garbage before launch
   idx.upload(list.idx);
   count.upload(list.count);
-  launch_flash_forward(c.shape, c.tensors(), BlockList{idx.as<int>(), count.as<int>(), n}, nullptr,
-                       0.0f, nullptr);
+  work_counter.poison();
+  launch_flash_forward(c.shape, c.tensors(),
+                       BlockList{idx.as<int>(), count.as<int>(), n, work_counter.as<unsigned>()},
+                       nullptr, 0.0f, nullptr);
   TEST_CUDA(cudaDeviceSynchronize());
   const auto want = reference_attention(c.shape, c.q, c.k, c.v, list);
   EXPECT_LE(relative_l2(c.output(), want), kMaxRelativeL2);
@@ -151,6 +154,19 @@ INSTANTIATE_TEST_SUITE_P(TmaPersistent, FlashForward,
                                            FlashCase{{1, 1500, 2, 128}, "tma-persistent", 2},
                                            FlashCase{{3, 130, 120, 128}, "tma-persistent", 1},
                                            FlashCase{{3, 130, 120, 128}, "tma-persistent", 7}),
+                         case_name);
+
+// The persistent kernel taking block-list items from a work counter (dense launches keep the
+// static stride): on every resident CTA and on 1, 3 or 7, so CTAs take unequal numbers of items.
+INSTANTIATE_TEST_SUITE_P(TmaPersistentDynamic, FlashForward,
+                         ::testing::Values(FlashCase{{1, 37, 2, 128}, "tma-persistent-dynamic"},
+                                           FlashCase{{3, 450, 2, 128}, "tma-persistent-dynamic"},
+                                           FlashCase{{1, 1500, 2, 128}, "tma-persistent-dynamic"},
+                                           FlashCase{{3, 130, 120, 128}, "tma-persistent-dynamic"},
+                                           FlashCase{{2, 300, 2, 128}, "tma-persistent-dynamic", 1},
+                                           FlashCase{{2, 960, 2, 128}, "tma-persistent-dynamic", 3},
+                                           FlashCase{
+                                               {3, 130, 120, 128}, "tma-persistent-dynamic", 7}),
                          case_name);
 
 // The persistent grid's cap (MEMPLAN_ATTENTION_PERSISTENT_CTAS, read at every launch of the

@@ -116,6 +116,18 @@ TEST(AttentionGraph, TmaPersistentOnTwoCtasReplayEqualsEager) {
   topk_replay_equals_eager_on("tma-persistent");
 }
 
+// The work counter is zeroed by a memset node in the graph, so every replay hands out every item.
+TEST(AttentionGraph, TmaPersistentDynamicKernelReplayEqualsEager) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  topk_replay_equals_eager_on("tma-persistent-dynamic");
+}
+
+TEST(AttentionGraph, TmaPersistentDynamicOnTwoCtasReplayEqualsEager) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  const ScopedPersistentCtas ctas(2);
+  topk_replay_equals_eager_on("tma-persistent-dynamic");
+}
+
 TEST(AttentionGraph, WgmmaKernelReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   topk_replay_equals_eager_on("wgmma");

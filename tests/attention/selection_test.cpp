@@ -271,9 +271,9 @@ std::string select_case_name(const ::testing::TestParamInfo<SelectCase>& param_i
 INSTANTIATE_TEST_SUITE_P(Modes, Selection, ::testing::ValuesIn(kModeCases), select_case_name);
 
 // The head_dim 128 cases (the Hopper kernels' only head_dim) on the TMA kernel by name (the
-// default path runs it only where the driver has tensor maps), and on the persistent TMA kernel,
-// on every resident CTA and on 3 CTAs (the selection's lists, of unequal lengths under tau, one
-// item after another).
+// default path runs it only where the driver has tensor maps), and on the persistent TMA kernel
+// (static and dynamic schedules), on every resident CTA and on 3 CTAs (the selection's lists, of
+// unequal lengths under tau, one item after another).
 std::vector<SelectCase> tma_cases(const char* kernel, int ctas = 0) {
   std::vector<SelectCase> cases;
   for (SelectCase c : kModeCases) {
@@ -289,6 +289,12 @@ INSTANTIATE_TEST_SUITE_P(TmaPersistent, Selection, ::testing::ValuesIn(tma_cases
                          select_case_name);
 INSTANTIATE_TEST_SUITE_P(TmaPersistentFewCtas, Selection,
                          ::testing::ValuesIn(tma_cases("tma-persistent", 3)), select_case_name);
+INSTANTIATE_TEST_SUITE_P(TmaPersistentDynamic, Selection,
+                         ::testing::ValuesIn(tma_cases("tma-persistent-dynamic")),
+                         select_case_name);
+INSTANTIATE_TEST_SUITE_P(TmaPersistentDynamicFewCtas, Selection,
+                         ::testing::ValuesIn(tma_cases("tma-persistent-dynamic", 3)),
+                         select_case_name);
 
 }  // namespace
 }  // namespace memplan::attention::test
