@@ -7,8 +7,7 @@
 // path's, and the kept-block rate of each path's flash kernel is timed on the same lists.
 // Selection and the end-to-end call run on the first path.
 // Usage: attention_bench [tokens...]   (default 8192 32768 75600)
-// ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma);
-// tma-persistent names the TMA kernel's persistent set-ups (a candidate, docs/attention.md).
+// ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 

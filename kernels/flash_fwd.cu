@@ -6,9 +6,8 @@
 // kernel (flash_tma.cu) by default (the fastest measured, docs/attention.md), the wgmma kernel with
 // its cp.async ring (flash_wgmma.cu) where the driver has no tensor maps or with
 // MEMPLAN_ATTENTION_KERNEL=wgmma; MEMPLAN_ATTENTION_KERNEL=tma asks for the TMA kernel explicitly,
-// =tma-persistent for its persistent set-ups (a candidate, docs/attention.md), and
-// =tma-persistent-dynamic with block lists taken from a work counter, =mma forces mma.sync. The
-// variable is read at every launch, so a process (the tests, the benchmark) can run each path.
+// =mma forces mma.sync. The variable is read at every launch, so a process (the tests, the
+// benchmark) can run each path.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -40,18 +39,16 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   check_launch("flash_fwd_kernel");
 }
 
-enum class KernelChoice { Default, Tma, TmaPersistent, TmaPersistentDynamic, Wgmma, Mma };
+enum class KernelChoice { Default, Tma, Wgmma, Mma };
 
 KernelChoice kernel_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_KERNEL");
   if (value == nullptr || *value == '\0') return KernelChoice::Default;
   if (std::strcmp(value, "tma") == 0) return KernelChoice::Tma;
-  if (std::strcmp(value, "tma-persistent") == 0) return KernelChoice::TmaPersistent;
-  if (std::strcmp(value, "tma-persistent-dynamic") == 0) return KernelChoice::TmaPersistentDynamic;
   if (std::strcmp(value, "wgmma") == 0) return KernelChoice::Wgmma;
   if (std::strcmp(value, "mma") == 0) return KernelChoice::Mma;
   throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_KERNEL=") + value +
-                        " is none of tma, tma-persistent, tma-persistent-dynamic, wgmma, mma");
+                        " is none of tma, wgmma, mma");
 }
 
 }  // namespace
@@ -60,15 +57,9 @@ void run_flash_forward(const FlashParams& params, cudaStream_t stream) {
   const KernelChoice choice = kernel_choice();
   const bool hopper =
       params.head_dim == 128 && choice != KernelChoice::Mma && flash_wgmma_available();
-  const bool persistent =
-      choice == KernelChoice::TmaPersistent || choice == KernelChoice::TmaPersistentDynamic;
-  if (hopper && (choice == KernelChoice::Tma || persistent ||
+  if (hopper && (choice == KernelChoice::Tma ||
                  (choice == KernelChoice::Default && tensor_maps_available()))) {
-    if (persistent) {
-      run_flash_tma_persistent(params, choice == KernelChoice::TmaPersistentDynamic, stream);
-    } else {
-      run_flash_tma(params, stream);
-    }
+    run_flash_tma(params, stream);
   } else if (hopper) {
     run_flash_wgmma(params, stream);
   } else if (params.head_dim == 64) {

@@ -1,4 +1,4 @@
-// The Hopper flash forward kernel with a TMA producer warpgroup (flash_tma.cu): its launchers.
+// The Hopper flash forward kernel with a TMA producer warpgroup (flash_tma.cu): its launcher.
 // Same conditions as flash_wgmma.hpp (head_dim 128, a device where flash_wgmma_available()), and
 // the driver must offer tensor maps (tensor_maps_available()); the default path there
 // (flash_fwd.cu). Dense launches and block lists run different set-ups of the kernel.
@@ -11,10 +11,5 @@
 namespace memplan::attention::detail {
 
 void run_flash_tma(const FlashParams& params, cudaStream_t stream);
-// The same set-ups on a persistent grid (flash_tma_persistent.cu): `tma-persistent` (a static
-// stride of work items), or with `dynamic` (`tma-persistent-dynamic`) block lists whose
-// params.work_counter is set take items from that counter (dense launches and lists without a
-// counter keep the static stride).
-void run_flash_tma_persistent(const FlashParams& params, bool dynamic, cudaStream_t stream);
 
 }  // namespace memplan::attention::detail

@@ -121,12 +121,11 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
 
 }  // namespace
 
-BlockList workspace_block_list(const WorkspaceLayout& layout, void* workspace) {
+BlockList workspace_block_list(const WorkspaceLayout& layout, const void* workspace) {
   if (layout.bytes == 0) return {};
-  auto* base = static_cast<unsigned char*>(workspace);
+  const auto* base = static_cast<const unsigned char*>(workspace);
   return BlockList{reinterpret_cast<const int*>(base + layout.kv_idx),
-                   reinterpret_cast<const int*>(base + layout.kv_count), layout.max_k,
-                   reinterpret_cast<unsigned*>(base + layout.work_counter)};
+                   reinterpret_cast<const int*>(base + layout.kv_count), layout.max_k};
 }
 
 void launch_selection(const AttentionShape& shape, const AttentionTensors& tensors,
@@ -154,9 +153,6 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
   if (blocks.kv_count != nullptr) {
     check_pointer(blocks.kv_count, alignof(int), "kv_count");
     check_pointer(blocks.kv_idx, alignof(int), "kv_idx");
-    if (blocks.work_counter != nullptr) {
-      check_pointer(blocks.work_counter, alignof(unsigned), "work_counter");
-    }
     if (blocks.max_k <= 0 || blocks.max_k > shape.blocks()) {
       throw InvalidArgument(
           fmt::format("attention: max_k = {} is outside [1, {}]", blocks.max_k, shape.blocks()));
@@ -167,7 +163,6 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
   params.kv_idx = blocks.kv_idx;
   params.kv_count = blocks.kv_count;
   params.max_k = blocks.max_k;
-  params.work_counter = blocks.work_counter;
   params.coarse = coarse;
   params.coarse_gate = coarse_gate;
   detail::run_flash_forward(params, stream);
@@ -193,7 +188,6 @@ SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensor
     params.kv_idx = blocks.kv_idx;
     params.kv_count = blocks.kv_count;
     params.max_k = blocks.max_k;
-    params.work_counter = blocks.work_counter;
     if (layout.has_coarse) {
       params.coarse = at<const float>(workspace, layout.coarse);
       params.coarse_gate = policy.coarse_gate;

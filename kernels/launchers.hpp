@@ -22,7 +22,6 @@ struct FlashParams {
   int max_k = 0;
   const float* coarse = nullptr;  // fp32 [rows, head_dim] or null
   float coarse_gate = 0.0f;
-  unsigned* work_counter = nullptr;  // tma-persistent-dynamic's item counter, or null
 };
 void run_flash_forward(const FlashParams& params, cudaStream_t stream);
 

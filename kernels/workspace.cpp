@@ -71,7 +71,6 @@ WorkspaceLayout workspace_layout(const AttentionShape& shape, const AttentionPol
   if (layout.has_pooled_v) layout.pooled_v = take(pooled);
   layout.kv_idx = take(rows * static_cast<std::size_t>(layout.max_k) * sizeof(int));
   layout.kv_count = take(rows * sizeof(int));
-  layout.work_counter = take(sizeof(unsigned));
   if (layout.has_coarse) layout.coarse = take(pooled);
   layout.bytes = offset;
   return layout;

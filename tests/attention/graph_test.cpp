@@ -104,30 +104,6 @@ TEST(AttentionGraph, TmaKernelReplayEqualsEager) {
   topk_replay_equals_eager_on("tma");
 }
 
-TEST(AttentionGraph, TmaPersistentKernelReplayEqualsEager) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  topk_replay_equals_eager_on("tma-persistent");
-}
-
-// Few CTAs, many work items each: the graph replays the same schedule.
-TEST(AttentionGraph, TmaPersistentOnTwoCtasReplayEqualsEager) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  const ScopedPersistentCtas ctas(2);
-  topk_replay_equals_eager_on("tma-persistent");
-}
-
-// The work counter is zeroed by a memset node in the graph, so every replay hands out every item.
-TEST(AttentionGraph, TmaPersistentDynamicKernelReplayEqualsEager) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  topk_replay_equals_eager_on("tma-persistent-dynamic");
-}
-
-TEST(AttentionGraph, TmaPersistentDynamicOnTwoCtasReplayEqualsEager) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
-  const ScopedPersistentCtas ctas(2);
-  topk_replay_equals_eager_on("tma-persistent-dynamic");
-}
-
 TEST(AttentionGraph, WgmmaKernelReplayEqualsEager) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   topk_replay_equals_eager_on("wgmma");

@@ -242,12 +242,8 @@ std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info)
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence,
-                         ::testing::Values("tma", "tma-persistent", "tma-persistent-dynamic",
-                                           "wgmma"),
-                         kernel_name);
-INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma", "tma-persistent"),
-                         kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("tma", "wgmma"), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma"), kernel_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

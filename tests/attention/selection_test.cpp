@@ -20,7 +20,6 @@ struct SelectCase {
   std::int64_t tokens;
   int head_dim;
   const char* kernel = "";  // a MEMPLAN_ATTENTION_KERNEL value, "" the default path
-  int ctas = 0;             // > 0: MEMPLAN_ATTENTION_PERSISTENT_CTAS
 };
 
 AttentionPolicy make(SparsityMode mode, float tau, float keep, float cap, BlockRange sink_keys = {},
@@ -113,7 +112,6 @@ TEST_P(Selection, ListFollowsRuleAndOutputMatchesReference) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   const SelectCase& sc = GetParam();
   const ScopedKernel kernel(sc.kernel);
-  const ScopedPersistentCtas ctas(sc.ctas);
   const AttentionShape shape{sc.batch, sc.tokens, 2, sc.head_dim};
   GpuCase c(shape, 1.0f);  // structured inputs: block scores spread out as in video
   SCOPED_TRACE(testing::Message() << "seed " << c.seed);
@@ -261,40 +259,23 @@ std::string select_case_name(const ::testing::TestParamInfo<SelectCase>& param_i
     if (c == param_info.param.kernel) name += "_";
     name += *c == '-' ? '_' : *c;
   }
-  if (param_info.param.ctas > 0) {
-    name += "_ctas";
-    name += std::to_string(param_info.param.ctas);
-  }
   return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Selection, ::testing::ValuesIn(kModeCases), select_case_name);
 
 // The head_dim 128 cases (the Hopper kernels' only head_dim) on the TMA kernel by name (the
-// default path runs it only where the driver has tensor maps), and on the persistent TMA kernel
-// (static and dynamic schedules), on every resident CTA and on 3 CTAs (the selection's lists, of
-// unequal lengths under tau, one item after another).
-std::vector<SelectCase> tma_cases(const char* kernel, int ctas = 0) {
+// default path runs it only where the driver has tensor maps).
+std::vector<SelectCase> tma_cases() {
   std::vector<SelectCase> cases;
   for (SelectCase c : kModeCases) {
     if (c.head_dim != 128) continue;
-    c.kernel = kernel;
-    c.ctas = ctas;
+    c.kernel = "tma";
     cases.push_back(c);
   }
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(Tma, Selection, ::testing::ValuesIn(tma_cases("tma")), select_case_name);
-INSTANTIATE_TEST_SUITE_P(TmaPersistent, Selection, ::testing::ValuesIn(tma_cases("tma-persistent")),
-                         select_case_name);
-INSTANTIATE_TEST_SUITE_P(TmaPersistentFewCtas, Selection,
-                         ::testing::ValuesIn(tma_cases("tma-persistent", 3)), select_case_name);
-INSTANTIATE_TEST_SUITE_P(TmaPersistentDynamic, Selection,
-                         ::testing::ValuesIn(tma_cases("tma-persistent-dynamic")),
-                         select_case_name);
-INSTANTIATE_TEST_SUITE_P(TmaPersistentDynamicFewCtas, Selection,
-                         ::testing::ValuesIn(tma_cases("tma-persistent-dynamic", 3)),
-                         select_case_name);
+INSTANTIATE_TEST_SUITE_P(Tma, Selection, ::testing::ValuesIn(tma_cases()), select_case_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

@@ -45,10 +45,10 @@ TEST(AttentionWorkspace, RegionsAreAlignedDisjointAndExact) {
   const std::size_t pooled = 96 * 64 * 4;
   EXPECT_TRUE(l.has_pooled_v && l.has_coarse);
   EXPECT_EQ(l.max_k, 2 + 3);
-  const std::size_t offsets[] = {l.pooled_q, l.pooled_k,     l.pooled_v, l.kv_idx,
-                                 l.kv_count, l.work_counter, l.coarse};
-  const std::size_t sizes[] = {pooled, pooled, pooled, 96u * 5 * 4, 96u * 4, 4u, pooled};
-  for (std::size_t i = 0; i < 7; ++i) {
+  const std::size_t offsets[] = {l.pooled_q, l.pooled_k, l.pooled_v,
+                                 l.kv_idx,   l.kv_count, l.coarse};
+  const std::size_t sizes[] = {pooled, pooled, pooled, 96u * 5 * 4, 96u * 4, pooled};
+  for (std::size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(offsets[i] % kWorkspaceAlignment, 0u) << i;
     if (i > 0) {
       EXPECT_GE(offsets[i], offsets[i - 1] + sizes[i - 1]) << i;
@@ -64,12 +64,10 @@ TEST(AttentionWorkspace, TauHasNoCoarseOrPooledV) {
   const auto l = workspace_layout({1, 640, 1, 128}, p);
   EXPECT_FALSE(l.has_pooled_v);
   EXPECT_FALSE(l.has_coarse);
-  // 10 rows: pooled Q, K 5120 B each; kv_idx 10x10 int -> 400 -> 512; kv_count 40 -> 256; the
-  // work counter 4 -> 256.
+  // 10 rows: pooled Q, K 5120 B each; kv_idx 10x10 int -> 400 -> 512; kv_count 40 -> 256.
   EXPECT_EQ(l.kv_idx, 10240u);
   EXPECT_EQ(l.kv_count, 10752u);
-  EXPECT_EQ(l.work_counter, 11008u);
-  EXPECT_EQ(l.bytes, 11264u);
+  EXPECT_EQ(l.bytes, 11008u);
 }
 
 }  // namespace

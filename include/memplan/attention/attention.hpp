@@ -28,10 +28,6 @@ struct BlockList {
   const int* kv_idx = nullptr;
   const int* kv_count = nullptr;
   int max_k = 0;
-  // Where MEMPLAN_ATTENTION_KERNEL=tma-persistent-dynamic counts the work items it handed out
-  // (zeroed by each launch; workspace_block_list points it into the workspace); null: that path
-  // keeps a static schedule. The other paths ignore it.
-  unsigned* work_counter = nullptr;
 };
 
 // Selection + attention for one step. `step_fraction` is the step's place in the schedule
@@ -53,7 +49,7 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
                           const BlockList& blocks, const float* coarse, float coarse_gate,
                           cudaStream_t stream);
 
-// The block list stored in a workspace laid out for (shape, policy), with its work counter.
-[[nodiscard]] BlockList workspace_block_list(const WorkspaceLayout& layout, void* workspace);
+// The block list stored in a workspace laid out for (shape, policy).
+[[nodiscard]] BlockList workspace_block_list(const WorkspaceLayout& layout, const void* workspace);
 
 }  // namespace memplan::attention

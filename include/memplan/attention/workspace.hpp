@@ -1,9 +1,7 @@
 // Workspace of block-sparse attention: the caller owns it (so a memory planner can place it), and
 // its size is exact arithmetic on the shape and policy, known before anything runs.
 // Regions, each 256-byte aligned: pooled Q, K (and V for coarse) as fp32 [b,h,block,d]; the block
-// list kv_idx [b,h,q_block,max_k] int32 and kv_count [b,h,q_block] int32; the work counter of the
-// persistent flash kernel's dynamic schedule (one uint32, zeroed by each launch that uses it); the
-// coarse output fp32.
+// list kv_idx [b,h,q_block,max_k] int32 and kv_count [b,h,q_block] int32; the coarse output fp32.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +16,7 @@ inline constexpr std::size_t kWorkspaceAlignment = 256;
 struct WorkspaceLayout {
   int max_k = 0;                                         // capacity of one kv_idx row
   std::size_t pooled_q = 0, pooled_k = 0, pooled_v = 0;  // byte offsets
-  std::size_t kv_idx = 0, kv_count = 0, work_counter = 0, coarse = 0;
+  std::size_t kv_idx = 0, kv_count = 0, coarse = 0;
   std::size_t bytes = 0;  // total; 0 for dense
   bool has_pooled_v = false;
   bool has_coarse = false;
