@@ -47,6 +47,17 @@ void run_pair_step(Compiler& compiler, std::size_t pairs, std::string_view tag =
   compiler.end_step();
 }
 
+// The measured loop: one pair step per iteration, with the backend calls and breaks it made.
+void replay_pair_steps(benchmark::State& state, Compiler& compiler,
+                       const memplan::arena::HostBackend& backend, std::size_t pairs) {
+  const auto calls_before = backend.calls();
+  for (auto _ : state) run_pair_step(compiler, pairs);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(pairs));
+  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
+  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
+}
+
 // A step of `pairs` allocate/free pairs of varied sizes, recorded once, then replayed per
 // iteration. items_per_second counts pairs: 1e9 / items_per_second is ns per pair, step
 // begin/end included (amortised over the pairs).
@@ -58,12 +69,7 @@ void BM_ReplayedPair(benchmark::State& state) {
   options.thread_safe = state.range(1) != 0;
   Compiler compiler(backend, options);
   run_pair_step(compiler, pairs);  // the recording
-  const auto calls_before = backend.calls();
-  for (auto _ : state) run_pair_step(compiler, pairs);
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(pairs));
-  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
-  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
+  replay_pair_steps(state, compiler, backend, pairs);
 }
 BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs", "locked"});
 
@@ -80,12 +86,7 @@ void BM_ReplayedPairAfterTrimTo(benchmark::State& state) {
   compiler.end_step();
   const memplan::BranchRef held{"bench", 0, 0};
   compiler.trim_to({&held, 1});
-  const auto calls_before = backend.calls();
-  for (auto _ : state) run_pair_step(compiler, pairs);
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(pairs));
-  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
-  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
+  replay_pair_steps(state, compiler, backend, pairs);
 }
 BENCHMARK(BM_ReplayedPairAfterTrimTo)->Arg(64)->Arg(1024)->ArgName("pairs");
 
