@@ -47,6 +47,17 @@ void run_pair_step(Compiler& compiler, std::size_t pairs, std::string_view tag =
   compiler.end_step();
 }
 
+// The measured loop: one pair step per iteration, with the backend calls and breaks it made.
+void replay_pair_steps(benchmark::State& state, Compiler& compiler,
+                       const memplan::arena::HostBackend& backend, std::size_t pairs) {
+  const auto calls_before = backend.calls();
+  for (auto _ : state) run_pair_step(compiler, pairs);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(pairs));
+  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
+  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
+}
+
 // A step of `pairs` allocate/free pairs of varied sizes, recorded once, then replayed per
 // iteration. items_per_second counts pairs: 1e9 / items_per_second is ns per pair, step
 // begin/end included (amortised over the pairs).
@@ -58,14 +69,26 @@ void BM_ReplayedPair(benchmark::State& state) {
   options.thread_safe = state.range(1) != 0;
   Compiler compiler(backend, options);
   run_pair_step(compiler, pairs);  // the recording
-  const auto calls_before = backend.calls();
-  for (auto _ : state) run_pair_step(compiler, pairs);
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(pairs));
-  state.counters["backend_calls"] = static_cast<double>((backend.calls() - calls_before).total());
-  state.counters["breaks"] = static_cast<double>(compiler.stats().breaks);
+  replay_pair_steps(state, compiler, backend, pairs);
 }
 BENCHMARK(BM_ReplayedPair)->ArgsProduct({{64, 1024}, {1, 0}})->ArgNames({"pairs", "locked"});
+
+// BM_ReplayedPair on a branch held by Compiler::trim_to while the window has a hole (another
+// branch's 64 MiB, unmapped): each allocation leaves the inline fast path and checks its range is
+// mapped (docs/compiler.md), with no backend call. What a StepRunner pays after trim().
+void BM_ReplayedPairAfterTrimTo(benchmark::State& state) {
+  const auto pairs = static_cast<std::size_t>(state.range(0));
+  memplan::arena::HostBackend backend(memplan::arena::HostBackendOptions{.commit = false});
+  Compiler compiler(backend, bench_options());
+  run_pair_step(compiler, pairs);  // branch 0
+  compiler.begin_step("bench");    // branch 1: one 64 MiB buffer
+  compiler.deallocate(compiler.allocate(std::size_t{64} << 20));
+  compiler.end_step();
+  const memplan::BranchRef held{"bench", 0, 0};
+  compiler.trim_to({&held, 1});
+  replay_pair_steps(state, compiler, backend, pairs);
+}
+BENCHMARK(BM_ReplayedPairAfterTrimTo)->Arg(64)->Arg(1024)->ArgName("pairs");
 
 // A PyTorch-style loop: each step makes `pairs` temporaries and one 1 MiB output that the caller
 // keeps until the next step has ended (`out = model(x)`). range(1) = 1: period-two placement

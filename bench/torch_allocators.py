@@ -23,8 +23,10 @@ and a SHA-256 of the final output. Writes <out>/torch_allocators.json and .md.
 Memory columns (bytes):
   peak_total       over the measured steps, after each allocator gave back what it held beyond
                    its live memory before the last warm-up step (torch.cuda.empty_cache(),
-                   memplan.trim()): caching/async: torch.cuda.max_memory_reserved(); memplan: the
-                   largest mapped_bytes + pool_mapped_bytes sampled after each step
+                   memplan.trim(); memplan-graphs: memplan.graphs.trim(), which also unmaps
+                   what the graph's branch does not use): caching/async:
+                   torch.cuda.max_memory_reserved(); memplan: the largest mapped_bytes +
+                   pool_mapped_bytes sampled after each step
   persistent       what was live before the measured steps (weights, inputs, the output the
                    loop keeps from the last warm-up step): memory_allocated(), or memplan's
                    pool_live_bytes + arena_live_bytes between steps (a kept output may live in
@@ -224,7 +226,9 @@ def worker(args):
                 # done (memplan's learned sites map their room again in that step); the peaks are
                 # then the steady state's, over the measured steps.
                 torch.cuda.synchronize()
-                if memplan_mode:
+                if args.allocator == "memplan-graphs":
+                    memplan.graphs.trim()  # what the live graph's branch does not use goes too
+                elif memplan_mode:
                     memplan.trim()
                 else:
                     torch.cuda.empty_cache()

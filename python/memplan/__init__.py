@@ -15,7 +15,7 @@ import importlib
 
 from .api import (abort_step, backend, begin_step, check_callbacks, configure, default_options,
                   end_step, init, initialised, pause, release, report, scope, stats, step, trim,
-                  version, write_branch_trace)
+                  trim_to, version, write_branch_trace)
 from .errors import (CudaError, DoubleFree, ForeignPointer, InvalidArgument, InvalidPointer,
                      InvalidState, MemplanError, NotInitialised, OutOfMemory, Unsupported)
 from ._library import load
@@ -23,9 +23,9 @@ from ._library import load
 __all__ = [
     "abort_step", "attention", "backend", "begin_step", "check_callbacks", "configure",
     "default_options", "end_step", "init", "initialised", "load", "pause", "release", "report",
-    "scope", "stats", "step", "trim", "version", "write_branch_trace", "CudaError", "DoubleFree", "ForeignPointer",
-    "InvalidArgument", "InvalidPointer", "InvalidState", "MemplanError", "NotInitialised",
-    "OutOfMemory", "Unsupported",
+    "scope", "stats", "step", "trim", "trim_to", "version", "write_branch_trace", "CudaError",
+    "DoubleFree", "ForeignPointer", "InvalidArgument", "InvalidPointer", "InvalidState",
+    "MemplanError", "NotInitialised", "OutOfMemory", "Unsupported",
 ]
 
 

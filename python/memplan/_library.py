@@ -41,6 +41,15 @@ class StepResult(ctypes.Structure):
         ("events", ctypes.c_uint64),
         ("recorded_allocations", ctypes.c_uint64),
         ("rogues", ctypes.c_uint64),
+        ("parity", ctypes.c_int),
+    ]
+
+
+class BranchRef(ctypes.Structure):
+    _fields_ = [
+        ("step", ctypes.c_char_p),
+        ("branch", ctypes.c_int64),
+        ("parity", ctypes.c_int),
     ]
 
 
@@ -79,6 +88,7 @@ _PROTOTYPES = {
     "memplan_torch_pause": (_c_int, [_c_int]),
     "memplan_torch_resume": (_c_int, [_c_int]),
     "memplan_torch_trim": (_c_int, [_c_int]),
+    "memplan_torch_trim_to": (_c_int, [_c_int, ctypes.POINTER(BranchRef), ctypes.c_size_t]),
     "memplan_torch_release": (_c_int, [_c_int]),
     "memplan_torch_stats_json": (_c_char_p, [_c_int]),
     "memplan_torch_report": (_c_char_p, [_c_int]),

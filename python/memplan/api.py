@@ -118,6 +118,7 @@ def end_step(device=None):
         "events": result.events,
         "recorded_allocations": result.recorded_allocations,
         "rogues": result.rogues,
+        "parity": result.parity,
     }
 
 
@@ -187,7 +188,20 @@ def write_branch_trace(path, step, branch, device=None):
 
 
 def trim(device=None):
+    """Unmaps what the plans and the live buffers do not need (between steps)."""
     _check(lib().memplan_torch_trim(_device(device)))
+
+
+def trim_to(held, device=None):
+    """Unmaps all planned memory but what the plans of `held` use and the live buffers (between
+    steps). `held`: (step name, branch, parity) of each branch that CUDA graphs launched outside
+    steps hold, as end_step() reported them for the step that captured the graph. A later step of
+    another branch maps back what it uses (memplan.graphs.trim() passes the live graphs')."""
+    held = list(held)
+    refs = (_library.BranchRef * max(len(held), 1))()
+    for ref, (name, branch, parity) in zip(refs, held):
+        ref.step, ref.branch, ref.parity = name.encode(), int(branch), int(parity)
+    _check(lib().memplan_torch_trim_to(_device(device), refs, len(held)))
 
 
 def release(device=None):

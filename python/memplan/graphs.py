@@ -30,6 +30,9 @@ output in the plans that the graph does not know (stats: carried_outputs; a step
 the next one exists is planned in the arena with period two, docs/compiler.md, and a graph
 launched outside steps could overwrite it) or memplan.release() runs (it unmaps the addresses
 they hold).
+memplan.graphs.trim() is memplan.trim() for a program that launches graphs: it keeps mapped only
+what the live graphs' branches use (each graph remembers the branch and parity its capture step
+replayed) and the live buffers; an eager step of another branch maps back what it uses then.
 The contract, as for the C++ layer: under one key the function's kernels must depend only on the
 tensors' contents, not on host values that change per call (pass a timestep as a tensor).
 """
@@ -50,6 +53,19 @@ def _drop_all_graphs():
 api._release_hooks.append(_drop_all_graphs)
 
 
+def trim(device=None):
+    """Between steps: unmaps the planned memory that no live graph of this device holds and no
+    live buffer uses (memplan.trim_to over every GraphedStep's graphs); memplan.trim() when no
+    graph lives."""
+    device = api._device(device)
+    held = sorted({branch for graphed in list(_live_steps) if graphed.device == device
+                   for branch in graphed.held_branches()})
+    if held:
+        api.trim_to(held, device)
+    else:
+        api.trim(device)
+
+
 class _Entry:
     def __init__(self):
         self.stable = 0
@@ -59,6 +75,7 @@ class _Entry:
         self.static_inputs = None
         self.static_outputs = None
         self.plans_epoch = None  # (window_moves, carried_outputs) when captured
+        self.branch = None  # (step name, branch, parity) that the capture step replayed
 
 
 class GraphedStep:
@@ -93,6 +110,11 @@ class GraphedStep:
             else:
                 key.append(("value", a))
         return tuple(key)
+
+    def held_branches(self):
+        """(step name, branch, parity) of each graph that can still launch: the plans it holds."""
+        return [entry.branch for entry in list(self._entries.values())
+                if entry.graph is not None and not self._moved(entry)]
 
     def invalidate_all(self):
         for entry in self._entries.values():
@@ -196,6 +218,7 @@ class GraphedStep:
         entry.broken_captures = 0
         entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
         entry.plans_epoch = self._plans_epoch()
+        entry.branch = (self.name, s.result["branch"], s.result["parity"])
         self.stats["captures"] += 1
         out = self._launch(entry, args)
         self.last_path = "captured"

@@ -146,6 +146,20 @@ void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
                  pretty_bytes(mapped_));
 }
 
+bool Arena::mapped_throughout(std::size_t offset, std::size_t bytes) const noexcept {
+  if (bytes == 0) return true;
+  if (offset >= covered_.offset && bytes <= covered_.bytes &&
+      offset - covered_.offset <= covered_.bytes - bytes) {
+    return true;
+  }
+  const std::size_t last = (offset + bytes - 1) / chunk_;
+  auto it = slots_.find(offset / chunk_);
+  for (std::size_t slot = offset / chunk_; slot <= last; ++slot, ++it) {
+    if (it == slots_.end() || it->first != slot) return false;
+  }
+  return true;
+}
+
 void Arena::keep_only(std::span<const ByteRange> keep) {
   std::vector<std::size_t> gone;
   for (const auto& [slot, chunk] : slots_) {

@@ -1,8 +1,11 @@
 // The C API's entry points (include/memplan/c/memplan_torch.h): each one checks its arguments,
 // finds the device's compiler in the registry and calls its public API inside guarded(), so every
 // exception becomes a status code and a message naming the call and its numbers.
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -134,6 +137,31 @@ int memplan_torch_resume(int device) {
 
 int memplan_torch_trim(int device) {
   return control("memplan_torch_trim", device, [&](Compiler& c) { c.trim(); });
+}
+
+int memplan_torch_trim_to(int device, const memplan_torch_branch_ref* held, size_t count) {
+  return control("memplan_torch_trim_to", device, [&](Compiler& c) {
+    if (held == nullptr && count > 0) {
+      throw InvalidArgument(fmt::format("held is NULL with count {}", count));
+    }
+    std::vector<BranchRef> refs;
+    refs.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      const memplan_torch_branch_ref& r = held[i];
+      if (r.step == nullptr) throw InvalidArgument(fmt::format("held[{}].step is NULL", i));
+      if (r.branch < 0 || r.branch > std::numeric_limits<std::uint32_t>::max()) {
+        throw InvalidArgument(fmt::format("held[{}]: branch {} of step '{}' is not a branch id", i,
+                                          r.branch, r.step));
+      }
+      if (r.parity != 0 && r.parity != 1) {
+        throw InvalidArgument(
+            fmt::format("held[{}]: parity {} of step '{}' is not 0 or 1", i, r.parity, r.step));
+      }
+      refs.push_back(BranchRef{r.step, static_cast<std::uint32_t>(r.branch),
+                               static_cast<std::uint8_t>(r.parity)});
+    }
+    c.trim_to(refs);
+  });
 }
 
 int memplan_torch_release(int device) {

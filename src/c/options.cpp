@@ -75,7 +75,8 @@ memplan_torch_step_result to_c_result(const StepResult& r) {
       .step = r.step,
       .events = r.events,
       .recorded_allocations = r.recorded_allocations,
-      .rogues = r.rogues};
+      .rogues = r.rogues,
+      .parity = r.parity};
 }
 
 }  // namespace memplan::c_api

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/log.hpp"
 
 namespace memplan::capture {
@@ -61,6 +63,9 @@ StepPath StepRunner::run(std::string_view step_name, std::string_view key, const
   const StepPath path =
       finish(entry, replayed, context.take_fingerprint(), context.take_deferred());
   last_step_ = step.end();
+  if (path == StepPath::Captured && last_step_->branch) {
+    entry.branch = BranchRef{std::string(step_name), *last_step_->branch, last_step_->parity};
+  }
   return path;
 }
 
@@ -104,6 +109,23 @@ StepPath StepRunner::finish(Entry& entry, bool replayed, StepFingerprint fingerp
 
 void StepRunner::run_all(const std::vector<Launch>& launches) {
   for (const Launch& f : launches) f(stream_);
+}
+
+void StepRunner::trim() {
+  std::vector<BranchRef> held;
+  for (const auto& [key, by_parity] : entries_) {
+    for (const Entry& entry : by_parity) {
+      if (entry.graph != nullptr && entry.branch &&
+          std::find(held.begin(), held.end(), *entry.branch) == held.end()) {
+        held.push_back(*entry.branch);
+      }
+    }
+  }
+  if (held.empty()) {
+    compiler_.trim();
+  } else {
+    compiler_.trim_to(held);
+  }
 }
 
 void StepRunner::invalidate_all() {

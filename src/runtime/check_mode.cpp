@@ -169,7 +169,8 @@ AddressReport Compiler::Check::describe(const Impl& impl, const Check* check, co
   } else if (impl.arena.raw().contains(p) || pool_arena.contains(p)) {
     region_arena = impl.arena.raw().contains(p) ? &impl.arena.raw() : &pool_arena;
     r.region = region_arena == &impl.arena.raw() ? "planned arena" : "persistent pool";
-    r.mapped = address_of(p) - address_of(region_arena->base()) < region_arena->mapped_bytes();
+    // Any chunk may be mapped (the window moves, trim_to leaves holes), not only a run from 0.
+    r.mapped = region_arena->is_mapped(address_of(p) - address_of(region_arena->base()));
   } else {
     r.text = fmt::format(
         "{}: not memplan's: outside the planned arena ({} + {} B) and the persistent pool ({} + {} "

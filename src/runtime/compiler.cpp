@@ -246,6 +246,13 @@ void Compiler::trim() {
   if (check_ != nullptr) check_->trim();
 }
 
+void Compiler::trim_to(std::span<const BranchRef> held) {
+  const std::lock_guard guard(impl_->lock);
+  impl_->trim_to(held);
+  impl_->pool.trim();
+  if (check_ != nullptr) check_->trim();
+}
+
 void Compiler::release() {
   const std::lock_guard guard(impl_->lock);
   if (impl_->cursor.running()) throw InvalidState("release: a step is running");
@@ -259,6 +266,7 @@ void Compiler::release() {
     carried.push_back(PlannedArena::range(impl_->rogues.window() + output.offset, output.size));
   }
   impl_->arena.raw().keep_only(carried);
+  impl_->plans_have_holes = false;  // the next step maps its tree's extent back at begin_step
   if (check_ != nullptr) check_->trim();
 }
 

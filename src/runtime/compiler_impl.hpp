@@ -50,7 +50,7 @@ struct Compiler::Impl {
     if (c == tree::kNoNode) [[unlikely]]
       return nullptr;
     const tree::Node& n = cursor.tree().node(c);
-    if (n.kind != tree::EventKind::Alloc || n.persistent || n.depth >= carried_guard ||
+    if (n.kind != tree::EventKind::Alloc || n.persistent || n.depth >= fast_path_until ||
         n.key.size != to_bytes(bytes) || n.key.alignment != default_alignment ||
         ((n.key.tag | tag.size()) != 0 && n.key.tag != hash_of_tag(tag))) [[unlikely]] {
       return nullptr;
@@ -97,6 +97,12 @@ struct Compiler::Impl {
   void finish_step() noexcept;
   void trim_arena();
 
+  // trim_to.cpp: trimming to the branches graphs hold, and mapping back as steps allocate
+  void trim_to(std::span<const BranchRef> held);
+  void append_branch_ranges(const BranchRef& ref, std::vector<arena::ByteRange>& out) const;
+  void choose_mapping(const StepTree& g);
+  void map_replayed(const tree::Node& n);
+
   // rogues.cpp
   std::uint64_t harvest_rogues(bool learn_sites);  // the rogues left in the planned arena
   void make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site);
@@ -119,6 +125,10 @@ struct Compiler::Impl {
   void fall_back_from_period_two(StepTree& g, std::string_view why);
   [[nodiscard]] bool clear_of_carried(const tree::Node& n) const noexcept {
     return n.depth < carried_guard || carried.clear(offset_of(n), n.key.size);
+  }
+  void set_carried_guard(std::uint32_t depth) noexcept {
+    carried_guard = depth;
+    fast_path_until = map_as_served ? 0 : depth;
   }
 
   // report.cpp
@@ -183,6 +193,15 @@ struct Compiler::Impl {
   // leave the fast path and check their range: clear_of_carried).
   CarriedOutputs carried;
   std::uint32_t carried_guard = tree::kToStepEnd;
+  // Allocations at or past this depth leave the inline fast path: carried_guard, or 0 while the
+  // running step maps its planned ranges as it serves them (set_carried_guard keeps the two).
+  std::uint32_t fast_path_until = tree::kToStepEnd;
+
+  // trim_to left chunks of the plans' window unmapped: a step whose tree is not mapped throughout
+  // maps each planned range as it serves it (map_as_served) instead of its tree's whole extent at
+  // begin_step, so that a step of a branch a graph holds makes no backend call.
+  bool plans_have_holes = false;
+  bool map_as_served = false;  // the running step's, chosen at its begin_step
 
   Stats stats;
   LiveBytes live_bytes;

@@ -90,7 +90,7 @@ bool Compiler::Impl::take_carried(void* p) {
   const std::optional<CarriedOutput> output = carried.take(p);
   if (!output) return false;
   live_bytes.carried_gone(output->size);
-  if (carried.empty()) carried_guard = tree::kToStepEnd;  // nothing left for the plan to hold
+  if (carried.empty()) set_carried_guard(tree::kToStepEnd);  // nothing left for the plan to hold
   return true;
 }
 
@@ -114,7 +114,7 @@ void Compiler::Impl::drop_carried() {
     live_bytes.carried_gone(output.size);
     learned_sites.outlives(p, {&g, output.node}, /*in_arena=*/true);
   }
-  carried_guard = tree::kToStepEnd;
+  set_carried_guard(tree::kToStepEnd);
 }
 
 // The site is served from the pool again, as a learned site whose planned range no plan keeps

@@ -33,15 +33,16 @@ void Compiler::Impl::begin_step(std::string_view name) {
   const std::uint8_t parity = settle_carried(g);
   learned_sites.step_begins(&g);
   plan_period_two_output(g);
-  // A no-op once mapped; maps back after release(). Throws before the step starts.
-  arena.ensure_mapped(rogues.window(), g.tree.arena_bytes());
+  // A no-op once mapped; maps back after release(), or as it serves after trim_to (trim_to.cpp).
+  // Throws before the step starts.
+  choose_mapping(g);
   pauses_in_step = 0;
   scopes_at_step_start = scopes.size();
   ++g.steps;
   // The first run of a step records; that is not a break.
   const bool first = g.tree.branch_count() == 0;
   cursor.start(g, first ? StepMode::Record : StepMode::Replay, parity);
-  carried_guard = carried.empty() ? tree::kToStepEnd : g.period_two_hold;
+  set_carried_guard(carried.empty() ? tree::kToStepEnd : g.period_two_hold);
   if (first) start_recording();
 }
 
@@ -87,6 +88,7 @@ void* Compiler::Impl::allocate(std::size_t bytes, std::string_view tag, std::siz
                                cursor.clear_of_late(n, passed_late) && clear_of_carried(n)));
     });
     if (match != tree::kNoNode) [[likely]] {
+      if (map_as_served) map_replayed(g.node(match));  // may throw: nothing changed yet
       cursor.pass_to(match);
       tree::Node& n = tree().node(match);
       // A learned site is served from the pool wherever its planned range is held: then the plan
@@ -362,6 +364,7 @@ void Compiler::Impl::finish_step() noexcept {
   if (scopes.size() > scopes_at_step_start) scopes.resize(scopes_at_step_start);
   pause_depth -= pauses_in_step;
   pauses_in_step = 0;
+  map_as_served = false;
 }
 
 }  // namespace memplan

@@ -156,6 +156,32 @@ TEST_P(ArenaSuite, KeepOnlyUnmapsEveryChunkOutsideTheRangesInRuns) {
   EXPECT_EQ(d[Call::ReleaseChunk], 6u);
 }
 
+// What the runtime asks before a step after trim_to left holes: whether a range is mapped
+// throughout, with no backend call; ensure_mapped then fills only the holes.
+TEST_P(ArenaSuite, MappedThroughoutSeesHolesAndEnsureMappedFillsOnlyThem) {
+  Arena arena(backend(), 8 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.ensure_mapped(6 * chunk_);
+  EXPECT_TRUE(arena.mapped_throughout(0, 6 * chunk_));  // the last growth: one test
+  const auto a = pattern(16, 12);
+  env().write(at(arena, 4 * chunk_), a);
+  const std::array<ByteRange, 2> keep{{{0, chunk_}, {4 * chunk_, 2 * chunk_}}};
+  arena.keep_only(keep);  // holes at slots 1-3
+  const CallCounts before = arena.calls();
+  EXPECT_FALSE(arena.mapped_throughout(0, 6 * chunk_));
+  EXPECT_FALSE(arena.mapped_throughout(chunk_ - 1, 2));  // slot 0 and slot 1
+  EXPECT_TRUE(arena.mapped_throughout(4 * chunk_ + 1, 2 * chunk_ - 1));
+  EXPECT_TRUE(arena.mapped_throughout(chunk_, 0));
+  EXPECT_FALSE(arena.mapped_throughout(5 * chunk_, 2 * chunk_));  // slot 6 never was
+  EXPECT_EQ((arena.calls() - before).total(), 0u);
+  arena.ensure_mapped(6 * chunk_);
+  const CallCounts d = arena.calls() - before;
+  EXPECT_EQ(d[Call::CreateChunk], 3u);
+  EXPECT_EQ(d[Call::Map], 3u);
+  EXPECT_EQ(d[Call::SetAccess], 1u);  // slots 1-3, one run
+  EXPECT_TRUE(arena.mapped_throughout(0, 6 * chunk_));
+  EXPECT_EQ(env().read(at(arena, 4 * chunk_), a.size()), a);
+}
+
 // What the runtime does when a rogue holds a chunk of its plan: the plan moves to slots clear of
 // the rogue, on the physical chunks the plan leaves, so the move costs the rogue's chunk only.
 TEST_P(ArenaSuite, RemapMovesMemoryToNewSlotsWithoutNewChunks) {

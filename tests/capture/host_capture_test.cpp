@@ -238,6 +238,58 @@ TEST_F(Fixture, AReleasedArenaIsMappedBackBeforeTheGraphRuns) {
   EXPECT_GT(compiler.stats().mapped_bytes, 0u);
 }
 
+// trim() keeps the branch of each live graph: key "narrow" has a graph (2 MiB), key "wide" (the
+// same step with 6 MiB more, another branch) has none yet. Its chunks go; the graph's steps then
+// make no backend call and still compute, and the wide step maps what it uses back.
+TEST_F(Fixture, TrimKeepsTheBranchesOfTheLiveGraphs) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  StepRunner runner(compiler, capturer, {}, {.capture_after = 2});
+  const auto step = [&](int value, bool wide) {
+    return [this, value, wide](StepContext& ctx) {
+      auto* a = static_cast<int*>(ctx.allocate(2 * kMiB));
+      void* ws = wide ? ctx.allocate(6 * kMiB, "workspace") : nullptr;
+      int* dst = &out[0];
+      ctx.depends_on(dst);
+      ctx.launch([a, value](StreamRef) { *a = value; });
+      ctx.launch([a, ws, dst](StreamRef) {
+        if (ws != nullptr) *static_cast<int*>(ws) = *a;
+        *dst = ws != nullptr ? *static_cast<int*>(ws) + 100 : *a + 1;
+      });
+      if (ws != nullptr) ctx.deallocate(ws);
+      ctx.deallocate(a);
+    };
+  };
+  for (int s = 0; s < 3; ++s) runner.run("denoise", "narrow", step(5, false));
+  ASSERT_EQ(runner.stats().live_graphs, 1u);
+  for (int s = 0; s < 2; ++s)
+    EXPECT_EQ(runner.run("denoise", "wide", step(5, true)), StepPath::Eager);
+  ASSERT_EQ(compiler.step_branches().front().second, 2u);
+  compiler.trim();
+  EXPECT_EQ(compiler.stats().mapped_bytes, 8 * kMiB);
+  runner.trim();
+  EXPECT_EQ(compiler.stats().mapped_bytes, 2 * kMiB);
+
+  const auto calls = backend.calls();
+  EXPECT_EQ(runner.run("denoise", "narrow", step(5, false)), StepPath::Graph);
+  EXPECT_EQ(out[0], 6);
+  EXPECT_EQ((backend.calls() - calls).memory_calls(), 0u);
+  // Its third replay in a row: captured now, from the chunks mapped back as it was served.
+  EXPECT_EQ(runner.run("denoise", "wide", step(7, true)), StepPath::Captured);
+  EXPECT_EQ(out[0], 107);
+  EXPECT_GT((backend.calls() - calls).memory_calls(), 0u);
+  EXPECT_EQ(compiler.stats().mapped_bytes, 8 * kMiB);
+}
+
+// With no graph, trim() is the compiler's.
+TEST_F(Fixture, TrimWithoutGraphsIsTheCompilersTrim) {
+  StepRunner runner(compiler, capturer, {}, {.enabled = false});
+  for (int s = 0; s < 2; ++s) runner.run("denoise", "k", body(3));
+  const std::uint64_t mapped = compiler.stats().mapped_bytes;
+  runner.trim();
+  EXPECT_EQ(compiler.stats().mapped_bytes, mapped);
+  EXPECT_GT(mapped, 0u);
+}
+
 TEST(CaptureOptionsTest, CaptureAfterBelowOneIsRejected) {
   arena::HostBackend backend{arena::HostBackendOptions{.commit = false}};
   Compiler compiler{backend, small()};

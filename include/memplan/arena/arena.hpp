@@ -106,6 +106,9 @@ class Arena {
   std::size_t mapped_chunks() const noexcept { return slots_.size(); }
   // Whether the chunk holding `offset` is mapped.
   bool is_mapped(std::size_t offset) const noexcept { return slots_.contains(offset / chunk_); }
+  // Whether every chunk touching [offset, offset + bytes) is mapped: no backend call, one test
+  // inside the range of the last growth, else a walk over the range's chunks.
+  bool mapped_throughout(std::size_t offset, std::size_t bytes) const noexcept;
   const std::string& name() const noexcept { return options_.name; }
 
   PhysicalBackend& backend() const noexcept { return backend_; }

@@ -69,7 +69,17 @@ typedef struct memplan_torch_step_result {
   uint64_t events;  /* allocations and frees of the step */
   uint64_t recorded_allocations;
   uint64_t rogues; /* allocations of the step still live at its end */
+  int parity;      /* which of its branch's two plans served it: 1 only on a branch whose output is
+                      kept until the next step's exists (period two); a graph holds that plan's */
 } memplan_torch_step_result;
+
+/* A branch whose plan a CUDA graph holds: the step's name and the branch and parity that
+ * memplan_torch_end_step() reported for the step that captured it. */
+typedef struct memplan_torch_branch_ref {
+  const char* step;
+  int64_t branch;
+  int parity;
+} memplan_torch_branch_ref;
 
 /* Block-sparse attention policy (memplan::attention::AttentionPolicy). */
 typedef struct memplan_torch_attention_policy {
@@ -112,6 +122,13 @@ MEMPLAN_TORCH_API int memplan_torch_pause(int device);
 MEMPLAN_TORCH_API int memplan_torch_resume(int device);
 /* Between steps: unmap what the plans do not need / unmap all planned memory. */
 MEMPLAN_TORCH_API int memplan_torch_trim(int device);
+/* Between steps: unmap all planned memory but the chunks the `count` branches' plans use and those
+ * of the live buffers (graphs launched outside steps hold those branches). A later step maps back
+ * what it uses as it allocates: backend calls in a step of a branch not held. `held` may be NULL
+ * when `count` is 0 (then only the live buffers stay mapped). An unknown step, branch or parity is
+ * MEMPLAN_E_INVALID_ARGUMENT, a running step MEMPLAN_E_INVALID_STATE; nothing is unmapped then. */
+MEMPLAN_TORCH_API int memplan_torch_trim_to(int device, const memplan_torch_branch_ref* held,
+                                            size_t count);
 MEMPLAN_TORCH_API int memplan_torch_release(int device);
 
 /* memplan::to_json(Stats), or NULL on error. */

@@ -141,6 +141,11 @@ class StepRunner {
   // changed behind the fingerprint's back.
   void invalidate_all();
 
+  // Between steps: the compiler's trim_to the branches the live graphs were captured on (each
+  // graph's branch and parity), or its trim() when no graph lives. Steps of those branches then
+  // make no backend call; a step of another branch maps what it uses back.
+  void trim();
+
   [[nodiscard]] const CaptureStats& stats() const noexcept { return stats_; }
   // What the compiler said of the last step run() ended (end_step's result); nullopt before the
   // first, or when the last one's callable threw.
@@ -153,6 +158,7 @@ class StepRunner {
     int stable = 0;  // replayed steps in a row with this fingerprint
     bool uncapturable = false;
     std::unique_ptr<CapturedStep> graph;
+    std::optional<BranchRef> branch;  // the graph's: what its capture step replayed
   };
 
   StepPath finish(Entry& entry, bool replayed, StepFingerprint fingerprint,

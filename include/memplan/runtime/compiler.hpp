@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -90,6 +91,17 @@ struct CompilerOptions {
 };
 
 class Compiler;
+
+// A branch whose plan a CUDA graph holds pointers of, as the StepResult of the step that captured
+// it names it: the step's name, its branch and its parity (which of a period-two branch's two
+// plans).
+struct BranchRef {
+  std::string step;
+  std::uint32_t branch = 0;
+  std::uint8_t parity = 0;
+
+  friend bool operator==(const BranchRef&, const BranchRef&) = default;
+};
 
 // RAII guards. A step guard destroyed by an exception aborts the step instead of ending it.
 class StepGuard {
@@ -200,6 +212,15 @@ class Compiler {
   // Between steps: unmaps planned-arena memory above what the plans and live rogues need, and the
   // pool's free chunks at its top. Waits for the arena's user streams first.
   void trim();
+  // Between steps: keeps mapped only the chunks that the plans of `held` use (each branch's
+  // planned buffers in the plan of its parity, rounded out to chunks) and those of every live
+  // buffer in the arena (rogues, carried outputs); every other chunk of the planned arena is
+  // unmapped, and the pool trimmed as by trim(). For the branches that CUDA graphs launched
+  // outside steps hold. A later step maps what its allocations use as they come: backend calls in
+  // a step of a branch not held, none in one of a held branch (docs/compiler.md). Waits for the
+  // arena's user streams first. Throws InvalidArgument for a step, branch or parity the compiler
+  // does not have (nothing unmapped), InvalidState while a step runs.
+  void trim_to(std::span<const BranchRef> held);
   // Between steps: unmaps all planned-arena memory (addresses kept; the next step maps it back).
   // Throws InvalidState while rogues live in the arena.
   void release();

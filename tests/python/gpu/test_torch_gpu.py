@@ -97,6 +97,33 @@ def test_graphed_step_follows_new_inputs(weights):
         assert torch.equal(out, mlp_step(x, *weights))
 
 
+def test_graphs_trim_keeps_the_graphs_branch_and_an_eager_step_maps_back(weights):
+    # Key (512 rows) is captured; key (4096 rows), the same step's other branch, stays eager.
+    # memplan.graphs.trim() unmaps what only the eager branch uses; the graph still computes
+    # bitwise what it did, with no backend call, and the eager step maps back what it uses.
+    graphed = GraphedStep("graphs-trim", lambda a: mlp_step(a, *weights), capture_after=1)
+    small = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+    large = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):  # record, replay, capture
+        expected = graphed(small).clone()
+    assert graphed.last_path == "captured"
+    graphed.enabled = False
+    for _ in range(2):
+        expected_large = graphed(large).clone()
+    torch.cuda.synchronize()
+    [(name, _, parity)] = graphed.held_branches()  # the small key's graph, still live
+    assert name == "graphs-trim" and parity == 0
+    memplan.trim()
+    trimmed = memplan.stats()["mapped_bytes"]
+    memplan.graphs.trim()
+    assert memplan.stats()["mapped_bytes"] < trimmed
+    calls = memplan.stats()["backend_calls"]
+    assert torch.equal(graphed(small), expected) and graphed.last_path == "graph"
+    torch.cuda.synchronize()
+    assert memplan.stats()["backend_calls"] == calls
+    assert torch.equal(graphed(large), expected_large) and graphed.last_path == "eager"
+
+
 def sdpa(q, k, v):
     # memplan's layout is [b, t, h, d]; SDPA's is [b, h, t, d].
     out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))

@@ -241,3 +241,41 @@ def test_a_step_that_leaves_an_output_in_the_plans_drops_the_other_keys_graphs(f
     assert g(x, "a").value == 2 and g.last_path == "eager"
     assert g.stats["invalidations"] == 1
     assert kept.value == 2
+
+
+def test_graphs_trim_keeps_the_live_graphs_branch(fake, device):
+    # Key "n" has a graph (2 MiB of scratch); key "w" (6 MiB more: another branch) runs eagerly.
+    # graphs.trim() keeps the graph's branch; the launch still computes, and an eager step of the
+    # other branch maps back what it uses.
+    MiB = 1 << 20
+    narrow, wide = plus_one(fake, sizes=(2 * MiB,)), plus_one(fake, sizes=(2 * MiB, 6 * MiB))
+    g = memplan.graphs.GraphedStep("trimmed", lambda x, kind: (narrow if kind == "n" else wide)(x),
+                                   capture_after=1, enabled=True, device=device)
+    x = fake.Tensor(4 * KiB, 1)
+    for _ in range(3):  # record, replay, capture
+        g(x, "n")
+    assert g.last_path == "captured"
+    g.enabled = False  # key "w" stays eager
+    for _ in range(2):
+        assert g(x, "w").value == 2
+    assert g.held_branches() == [("trimmed", 0, 0)]
+    memplan.trim(device)
+    trimmed = memplan.stats(device)["mapped_bytes"]
+    memplan.graphs.trim(device)
+    assert memplan.stats(device)["mapped_bytes"] == trimmed - 6 * MiB
+    x.value = 4
+    assert g(x, "n").value == 5 and g.last_path == "graph"
+    assert g(x, "w").value == 5 and g.last_path == "eager"
+    assert memplan.stats(device)["mapped_bytes"] == trimmed
+
+
+def test_graphs_trim_without_graphs_is_memplans_trim(fake, device):
+    g = memplan.graphs.GraphedStep("no-graphs", plus_one(fake, sizes=(2 << 20,)), enabled=False,
+                                   device=device)
+    x = fake.Tensor(4 * KiB, 1)
+    for _ in range(3):
+        g(x)
+    memplan.trim(device)
+    trimmed = memplan.stats(device)["mapped_bytes"]
+    memplan.graphs.trim(device)
+    assert memplan.stats(device)["mapped_bytes"] == trimmed > 0
