@@ -51,7 +51,8 @@ cudaMallocAsync call (not counted).
 The DiT's sparse steps call memplan.attention under every allocator: under caching and async its
 workspace comes from a memplan compiler made for it (persistent pool), in device_used too.
 memplan's runs write each branch of the step as a planner problem with its plan beside their JSON
-(runs/<model>.<allocator>.<repeat>.branch<N>.csv; `memplan plan FILE` re-plans one).
+(runs/<model>.<allocator>.<repeat>.<step>.branch<N>.csv, the capture step's "<name>:graph" as
+"<name>.graph"; `memplan plan FILE` re-plans one).
 Outputs: the DiT's latents after the last step, the other models' last output; "bitwise =
 caching" compares their SHA-256 with the caching allocator's (CUBLAS_WORKSPACE_CONFIG=:4096:8 and
 deterministic cuDNN in every run); memplan-graphs compares with caching-graphs where that ran
@@ -60,6 +61,7 @@ deterministic cuDNN in every run); memplan-graphs compares with caching-graphs w
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import statistics
@@ -72,8 +74,8 @@ ALLOCATORS = ("caching", "async", "memplan", "memplan-graphs", "caching-graphs")
 GRAPHS = ("memplan-graphs", "caching-graphs")
 
 # name: (quick settings, full settings); steps are measured after the warm-up steps. memplan-
-# graphs needs 5 warm-up steps: record, replay twice (capture_after=2), capture, and its retry
-# where the model allocates differently under capture (transformers); the 6th is the first
+# graphs needs 5 warm-up steps: record, replay twice (capture_after=2), capture (the capture
+# step's first, which records its branch: the graph is dropped), and the capture kept; the 6th is the first
 # launch, after the trim / empty_cache before the last warm-up step, which so comes after the
 # capture (what eager steps held for their outputs is given back then). `repeats` caps
 # the repeats of a model whose runs are long (dit75k: ~10 GiB of weights made per process).
@@ -175,19 +177,21 @@ class TorchGraphed:
             caller.wait_stream(self.stream)
 
 
-def _write_branch_traces(step, json_path):
-    """Each recorded branch of the step as a planner problem with its plan (CSV beside the run's
+def _write_branch_traces(steps, json_path):
+    """Each recorded branch of the steps as a planner problem with its plan (CSV beside the run's
     JSON, for `memplan plan` to re-plan); returns their paths."""
     import memplan
 
     paths = []
-    while True:
-        path = json_path[:-len(".json")] + f".branch{len(paths)}.csv"
-        try:
-            memplan.write_branch_trace(path, step, len(paths))
-        except memplan.InvalidArgument:
-            return paths
-        paths.append(os.path.relpath(path, os.path.dirname(json_path)))
+    for step in steps:
+        for branch in itertools.count():
+            path = json_path[:-len(".json")] + f".{step.replace(':', '.')}.branch{branch}.csv"
+            try:
+                memplan.write_branch_trace(path, step, branch)
+            except memplan.InvalidArgument:
+                break
+            paths.append(os.path.relpath(path, os.path.dirname(json_path)))
+    return paths
 
 
 def worker(args):
@@ -283,7 +287,8 @@ def worker(args):
                 stats["steps_recorded"] - after_warmup["steps_recorded"]
                 + stats["steps_dynamic"] - after_warmup["steps_dynamic"]),
             "graphs": dict(graphed.stats), "capture_error": graphed.last_capture_error,
-            "stats": stats, "branch_traces": _write_branch_traces(name, args.json),
+            "stats": stats,
+            "branch_traces": _write_branch_traces([name, graphed.capture_name], args.json),
         })
     else:
         stats = _torch_stat(torch.cuda.memory_stats) or {}

@@ -11,12 +11,17 @@ non-tensor arguments). Under one key:
     (no break, nothing recorded) counts towards `capture_after`; any other resets the count;
   - capture: after `capture_after` replayed steps in a row, the next call copies its tensor
     arguments into static buffers (from the persistent pool, inside memplan.pause()) and runs the
-    function once more inside the step and inside torch.cuda.graph. If that step replayed, every
-    address the graph holds is one the plan hands out every step, so the graph is kept and
-    launched; if it broke, the graph is dropped and the call runs eagerly (a break). A function
-    may allocate differently under capture (transformers builds attention masks then that eager
-    calls skip): the broken capture recorded that branch, so the next call captures again at
-    once; a second broken capture in a row goes back to counting eager replays;
+    function once more inside torch.cuda.graph, as a step of its own, `capture_name` (default
+    name + ":graph"). If that step replayed, every address the graph holds is one the plan hands
+    out every step, so the graph is kept and launched; if it did not (the first capture of a key
+    records its branch; a break), the graph is dropped and the call runs eagerly. The capture
+    has its own step name because a function may allocate differently under capture
+    (transformers builds attention masks then that eager calls skip): as a branch of the eager
+    step it would have to keep the eager branch's offsets for their shared first buffers, and
+    those offsets, chosen for the eager branch alone, can cost the capture's plan several percent
+    (ViT: 353 MiB against a bound of 345, docs/pytorch.md); its own step is planned alone. So a
+    call that captured without replaying is retried at once at the next call; a second in a row
+    goes back to counting eager replays;
   - graph: later calls copy their arguments into the static buffers and launch the graph; the
     function does not run, so memplan sees no step. The result is the same static output tensors
     every time (clone what you keep across calls, as with any CUDA graph).
@@ -79,12 +84,15 @@ class _Entry:
 
 
 class GraphedStep:
-    def __init__(self, name, fn, capture_after=2, enabled=True, device=None):
+    def __init__(self, name, fn, capture_after=2, enabled=True, device=None, capture_name=None):
         import torch
 
         if capture_after < 1:
             raise ValueError(f"capture_after must be >= 1, got {capture_after}")
         self.name, self.fn = name, fn
+        self.capture_name = f"{name}:graph" if capture_name is None else capture_name
+        if self.capture_name == name:
+            raise ValueError(f"capture_name must differ from the step name {name!r}")
         self.capture_after, self.enabled = capture_after, enabled
         self.device = api.default_device() if device is None else device
         self.stream = torch.cuda.Stream(device=self.device)
@@ -195,7 +203,7 @@ class GraphedStep:
             # The capture is entered in a pause: capture_begin allocates the CUDA generators'
             # seed and offset (8 B each), which live with the graph, not the step, and would
             # otherwise be two unknown allocations at the start of the step (a break).
-            with api.step(self.name, self.device) as s, contextlib.ExitStack() as capture:
+            with api.step(self.capture_name, self.device) as s, contextlib.ExitStack() as capture:
                 with api.pause(self.device):
                     capture.enter_context(torch.cuda.graph(graph, stream=self.stream,
                                                            capture_error_mode="relaxed"))
@@ -218,7 +226,7 @@ class GraphedStep:
         entry.broken_captures = 0
         entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
         entry.plans_epoch = self._plans_epoch()
-        entry.branch = (self.name, s.result["branch"], s.result["parity"])
+        entry.branch = (self.capture_name, s.result["branch"], s.result["parity"])
         self.stats["captures"] += 1
         out = self._launch(entry, args)
         self.last_path = "captured"

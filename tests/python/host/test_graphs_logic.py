@@ -109,16 +109,20 @@ def test_captures_after_stable_replays_and_launches_the_graph(fake, device):
     g = memplan.graphs.GraphedStep("plus", plus_one(fake), capture_after=2, device=device)
     x = fake.Tensor(4 * KiB, 10)
     paths, values = [], []
-    for i in range(6):
+    for i in range(7):
         x.value = 10 * i
         out = g(x)
         paths.append(g.last_path)
         values.append(out.value)
-    assert paths == ["eager", "eager", "eager", "captured", "graph", "graph"]
-    assert values == [1, 11, 21, 31, 41, 51]  # launches see the new input
+    # Call 4 captures as step "plus:graph", which records (the graph is dropped, the call runs
+    # eagerly); call 5 captures again and replays: the graph is kept.
+    assert paths == ["eager", "eager", "eager", "eager", "captured", "graph", "graph"]
+    assert values == [1, 11, 21, 31, 41, 51, 61]  # launches see the new input
     assert g.stats["captures"] == 1 and g.stats["graph_launches"] == 3
+    assert g.stats["breaks"] == 0 and g.held_branches() == [("plus:graph", 0, 0)]
     stats = memplan.stats(device)
-    assert stats["steps_recorded"] == 1 and stats["steps_replayed"] == 3  # 2 eager + the capture
+    assert stats["steps_recorded"] == 2  # "plus" and "plus:graph", once each
+    assert stats["steps_replayed"] == 4  # 3 eager + the kept capture
 
 
 def test_each_key_has_its_own_count(fake, device):
@@ -128,7 +132,18 @@ def test_each_key_has_its_own_count(fake, device):
     g(small)
     g(large)  # another key: eager, it breaks the step's branch
     assert g.last_path == "eager" and g.stats["breaks"] == 1
+    assert g(small).value == 2 and g.last_path == "eager"  # its capture recorded "keys:graph"
     assert g(small).value == 2 and g.last_path == "captured"
+    assert g(large).value == 2 and g.last_path == "eager"  # its count is its own: 1 replay
+    assert g(large).value == 2 and g.last_path == "eager"  # its capture: a new branch
+    assert g(large).value == 2 and g.last_path == "captured"
+    # Recording large's capture branch moved the window clear of small's graph outputs (rogues
+    # in the arena): small's graph is dropped, and small captures again, into the same branch.
+    assert g(small).value == 2 and g.last_path == "eager" and g.stats["invalidations"] == 1
+    assert g(small).value == 2 and g.last_path == "captured"
+    for _ in range(2):  # every branch recorded: the plans stay, both graphs launch
+        assert g(large).value == 2 and g.last_path == "graph"
+        assert g(small).value == 2 and g.last_path == "graph"
 
 
 def test_a_break_during_the_capture_drops_the_graph(fake, device):
@@ -167,7 +182,7 @@ def test_a_failed_capture_leaves_the_key_eager(fake, device):
 def test_release_drops_the_graphs(fake, device):
     g = memplan.graphs.GraphedStep("released", plus_one(fake), capture_after=1, device=device)
     x = fake.Tensor(4 * KiB, 1)
-    for _ in range(4):  # record, replay, capture, launch
+    for _ in range(5):  # record, replay, capture (recording), capture, launch
         g(x)
     assert g.last_path == "graph"
     memplan.release(device)
@@ -198,9 +213,11 @@ def test_a_capture_that_allocates_differently_is_retried_once_and_then_launched(
     for _ in range(6):
         out = g(x)
         paths.append(g.last_path)
-    # call 4 captures, breaks (a new branch) and runs eagerly; call 5 captures that branch again
+    # call 4 captures (the capture step's first: it records, with the mask) and runs eagerly;
+    # call 5 captures that branch again; the eager step never broke
     assert paths == ["eager", "eager", "eager", "eager", "captured", "graph"]
-    assert g.stats["breaks"] == 1 and g.stats["captures"] == 1 and out.value == 4
+    assert g.stats["breaks"] == 0 and g.stats["captures"] == 1 and out.value == 4
+    assert memplan.stats(device)["breaks"] == 0
 
 
 def test_captures_that_keep_breaking_go_back_to_counting_eager_replays(fake, device):
@@ -218,27 +235,31 @@ def test_captures_that_keep_breaking_go_back_to_counting_eager_replays(fake, dev
     x = fake.Tensor(4 * KiB, 3)
     for _ in range(8):
         assert g(x).value == 4
-    # captures at calls 4 and 5 break; 6 and 7 count eager replays again; 8 captures (breaks)
-    assert g.stats["captures"] == 0 and g.stats["breaks"] == 3
+    # captures at calls 4 (the capture step records) and 5 (a break) fail; 6 and 7 count eager
+    # replays again; 8 captures (a break)
+    assert g.stats["captures"] == 0 and g.stats["breaks"] == 2
     assert g.stats["eager_steps"] == 8
 
 
-def test_a_step_that_leaves_an_output_in_the_plans_drops_the_other_keys_graphs(fake, device):
-    # `out = g(x)` keeps each output until the next exists: memplan plans it in the arena (period
-    # two), so an output of an eager step may stay where another key's graph writes. Such a step
-    # drops the graphs made before it.
+def test_a_step_that_leaves_an_output_in_the_plans_drops_the_graphs(fake, device):
+    # `out = f(x)` keeps each output until the next exists: memplan plans it in the arena (period
+    # two), where a graph launched outside steps may write; such a step drops the graphs made
+    # before it. The capture step, another step name, ends that placement for its own step's
+    # outputs (they go to the pool from then on), so here a second function keeps outputs.
     fn = plus_one(fake)
-    g = memplan.graphs.GraphedStep("carried", lambda x, key: fn(x), capture_after=2,
-                                   device=device)
+    g = memplan.graphs.GraphedStep("graphed", fn, capture_after=2, device=device)
     x = fake.Tensor(4 * KiB, 1)
     out = None
-    for _ in range(5):  # record, replay, replay, capture, launch
-        out = g(x, "a")
+    for _ in range(6):  # record, replay, replay, capture (recording), capture, launch
+        out = g(x)
     assert g.last_path == "graph" and out.value == 2
-    assert memplan.stats(device)["period_two_outputs"] == 1
-    kept = g(x, "b")  # the same branch under another key: eager, its output stays in the plans
-    assert g.last_path == "eager" and kept.value == 2
-    assert g(x, "a").value == 2 and g.last_path == "eager"
+    assert memplan.stats(device)["period_two_fallbacks"] == 1
+    other = memplan.graphs.GraphedStep("kept", fn, enabled=False, device=device)
+    kept = None
+    for _ in range(3):
+        kept = other(x)
+    assert memplan.stats(device)["live_carried_outputs"] == 1 and kept.value == 2
+    assert g(x).value == 2 and g.last_path == "eager"
     assert g.stats["invalidations"] == 1
     assert kept.value == 2
 
@@ -252,13 +273,13 @@ def test_graphs_trim_keeps_the_live_graphs_branch(fake, device):
     g = memplan.graphs.GraphedStep("trimmed", lambda x, kind: (narrow if kind == "n" else wide)(x),
                                    capture_after=1, enabled=True, device=device)
     x = fake.Tensor(4 * KiB, 1)
-    for _ in range(3):  # record, replay, capture
+    for _ in range(4):  # record, replay, capture (recording), capture
         g(x, "n")
     assert g.last_path == "captured"
     g.enabled = False  # key "w" stays eager
     for _ in range(2):
         assert g(x, "w").value == 2
-    assert g.held_branches() == [("trimmed", 0, 0)]
+    assert g.held_branches() == [("trimmed:graph", 0, 0)]
     memplan.trim(device)
     trimmed = memplan.stats(device)["mapped_bytes"]
     memplan.graphs.trim(device)
