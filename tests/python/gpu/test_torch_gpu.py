@@ -105,12 +105,19 @@ def test_graphs_trim_keeps_the_graphs_branch_and_an_eager_step_maps_back(weights
     graphed = GraphedStep("graphs-trim", lambda a: mlp_step(a, *weights), capture_after=1)
     small = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
     large = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
-    for _ in range(4):  # record, replay, capture (the capture step's recording), capture
-        expected = graphed(small).clone()
-    assert graphed.last_path == "captured"
+    # The large key's branch first: recording a branch once a graph lives moves the plans clear of
+    # the graph's output (a rogue in the arena) and drops the graph.
     graphed.enabled = False
     for _ in range(2):
         expected_large = graphed(large).clone()
+    graphed.enabled = True
+    # record (a break: the second branch), replay, capture (the capture step's recording),
+    # capture, launch
+    for _ in range(5):
+        expected = graphed(small).clone()
+    assert graphed.last_path == "graph"
+    graphed.enabled = False
+    assert torch.equal(graphed(large), expected_large) and graphed.last_path == "eager"
     torch.cuda.synchronize()
     [(name, _, parity)] = graphed.held_branches()  # the small key's graph, still live
     assert name == "graphs-trim:graph" and parity == 0
