@@ -39,9 +39,12 @@ Memory columns (bytes):
                    max_memory_allocated() - persistent (every buffer of the step, outputs too).
                    The table's bound of a model is the largest of its eager runs' bounds (each
                    a lower bound of the same step's memory; the largest is the tightest); the
-                   two graphs rows take the largest of that and the graphs runs' bounds, which
-                   count what the step allocates under capture (transformers builds attention
-                   masks then that eager steps skip, docs/pytorch.md)
+                   two graphs rows take memplan-graphs' graph_branches_bound: the most bytes
+                   the branch its graph holds keeps live (from the branch's trace), which is
+                   what the step allocates under capture (transformers builds attention masks
+                   then that eager steps skip, docs/pytorch.md), while its outputs persist
+                   between launches (persistent counts them); without a memplan-graphs run,
+                   the largest of the eager bound and the graphs runs' bounds
   device_used      the most device memory in use (cudaMemGetInfo, sampled after each step)
                    minus what was in use before the model was built: the same meter for all
 Allocator calls in replayed steps: memplan: backend calls (map, unmap, ...) during the measured
@@ -60,6 +63,7 @@ deterministic cuDNN in every run); memplan-graphs compares with caching-graphs w
 """
 
 import argparse
+import csv
 import hashlib
 import itertools
 import json
@@ -179,10 +183,10 @@ class TorchGraphed:
 
 def _write_branch_traces(steps, json_path):
     """Each recorded branch of the steps as a planner problem with its plan (CSV beside the run's
-    JSON, for `memplan plan` to re-plan); returns their paths."""
+    JSON, for `memplan plan` to re-plan); returns {(step, branch): path}."""
     import memplan
 
-    paths = []
+    paths = {}
     for step in steps:
         for branch in itertools.count():
             path = json_path[:-len(".json")] + f".{step.replace(':', '.')}.branch{branch}.csv"
@@ -190,8 +194,22 @@ def _write_branch_traces(steps, json_path):
                 memplan.write_branch_trace(path, step, branch)
             except memplan.InvalidArgument:
                 break
-            paths.append(os.path.relpath(path, os.path.dirname(json_path)))
+            paths[(step, branch)] = path
     return paths
+
+
+def _max_live_bytes(trace_csv):
+    """The most bytes of a branch's buffers live at once: its lower bound."""
+    events = []
+    with open(trace_csv) as f:
+        for row in csv.DictReader(f):
+            size = int(row["size"])
+            events += [(int(row["lower"]), size), (int(row["upper"]), -size)]
+    live = most = 0
+    for _, change in sorted(events, key=lambda e: (e[0], e[1] > 0)):  # frees first at a tie
+        live += change
+        most = max(most, live)
+    return most
 
 
 def worker(args):
@@ -272,6 +290,7 @@ def worker(args):
     }
     if memplan_mode:
         stats = memplan.stats()
+        traces = _write_branch_traces([name, graphed.capture_name], args.json)
         calls = {k: v - after_warmup["backend_calls"][k] for k, v in stats["backend_calls"].items()}
         result.update({
             "peak_total_bytes": total_peak,
@@ -280,6 +299,11 @@ def worker(args):
             # The plan's bound counts the output carried from the step before (period two),
             # which persistent_bytes counts too.
             "lower_bound_bytes": stats["lower_bound_bytes"] - after_warmup["live_carried_bytes"],
+            # memplan-graphs: what the graphs' branches keep live at most (their outputs
+            # included), the memory a launch needs on top of the persistent bytes.
+            "graph_branches_bound_bytes": max(
+                (_max_live_bytes(traces[(step, branch)]) for step, branch, _ in
+                 graphed.held_branches() if (step, branch) in traces), default=None),
             "planned_peak_bytes": stats["planned_peak_bytes"],
             "breaks": stats["breaks"], "branches": stats["branches"], "rogues": stats["rogues"],
             "allocator_calls_measured": sum(calls.values()),
@@ -288,7 +312,8 @@ def worker(args):
                 + stats["steps_dynamic"] - after_warmup["steps_dynamic"]),
             "graphs": dict(graphed.stats), "capture_error": graphed.last_capture_error,
             "stats": stats,
-            "branch_traces": _write_branch_traces([name, graphed.capture_name], args.json),
+            "branch_traces": [os.path.relpath(p, os.path.dirname(args.json))
+                              for p in traces.values()],
         })
     else:
         stats = _torch_stat(torch.cuda.memory_stats) or {}
@@ -373,7 +398,12 @@ def summarise(runs):
         eager_bound = _most(r.get("lower_bound_bytes") for r in runs
                             if r["model"] == model and r["allocator"] not in GRAPHS
                             and "error" not in r)
-        graphs_bound = _most([eager_bound] + [
+        # A launch allocates nothing: the graphs rows' bound is what the graph's branch keeps
+        # live (memplan-graphs knows it; its outputs persist between launches, so an eager
+        # step's bound, which counts a new output, is not one). Without it, the old rule.
+        graphs_bound = _most(r.get("graph_branches_bound_bytes") for r in runs
+                             if r["model"] == model and r["allocator"] in GRAPHS
+                             and "error" not in r) or _most([eager_bound] + [
             r.get("lower_bound_bytes") for r in runs
             if r["model"] == model and r["allocator"] in GRAPHS and "error" not in r])
         for allocator in ALLOCATORS:

@@ -1,6 +1,6 @@
 """bench/torch_allocators.py's table from run records (the GPU runs themselves are the lead's):
 medians over repeats, the worst memory, the model's largest eager lower bound for every row (the
-graphs row's own when larger), output equality."""
+graphs rows take the bound of the graphs branch), output equality."""
 
 import importlib.util
 import os
@@ -107,3 +107,19 @@ def test_resume_takes_the_records_an_earlier_invocation_left(tmp_path):
     assert bench._earlier_run("vit", "caching", 0, str(tmp_path))["step_ms"] == [5.0]
     assert bench._earlier_run("vit", "caching", 1, str(tmp_path)) is None
     assert bench._earlier_run("vit", "memplan", 0, str(tmp_path)) is None
+
+
+def test_graphs_rows_take_the_bound_of_the_graphs_branch():
+    # A launch allocates nothing and its outputs persist: the graphs rows' bound is what the
+    # graph's branch keeps live (1 GiB here), not the eager step's (3 GiB, a new output counted).
+    runs = [
+        run("caching", 0, [10.0], 6 * GiB, 2 * GiB, 3 * GiB, "a"),
+        run("memplan-graphs", 0, [8.0], 3.5 * GiB, 2 * GiB, 4 * GiB, "b",
+            graph_branches_bound_bytes=1 * GiB),
+        run("caching-graphs", 0, [8.0], 4 * GiB, 2 * GiB, 0, "b"),
+    ]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    assert rows["caching"]["lower_bound_bytes"] == 3 * GiB
+    assert rows["memplan-graphs"]["lower_bound_bytes"] == 1 * GiB
+    assert rows["caching-graphs"]["lower_bound_bytes"] == 1 * GiB
+    assert rows["memplan-graphs"]["step_peak_over_lower_bound"] == 1.5
