@@ -300,3 +300,15 @@ def test_graphs_trim_without_graphs_is_memplans_trim(fake, device):
     trimmed = memplan.stats(device)["mapped_bytes"]
     memplan.graphs.trim(device)
     assert memplan.stats(device)["mapped_bytes"] == trimmed > 0
+
+
+def test_the_capture_step_is_named_apart_from_the_eager_step(fake, device):
+    g = memplan.graphs.GraphedStep("named", plus_one(fake), capture_after=1, device=device,
+                                   capture_name="named/captured")
+    x = fake.Tensor(4 * KiB, 1)
+    for _ in range(4):  # record, replay, capture (recording), capture
+        g(x)
+    assert g.last_path == "captured" and g.held_branches() == [("named/captured", 0, 0)]
+    assert "named/captured" in memplan.report(device)
+    with pytest.raises(ValueError, match="capture_name must differ from the step name 'same'"):
+        memplan.graphs.GraphedStep("same", plus_one(fake), device=device, capture_name="same")
