@@ -261,11 +261,7 @@ void Compiler::release() {
                                    impl_->stats.live_rogues, impl_->stats.live_rogue_bytes));
   }
   // An output of a finished step still live in the plans (period two) keeps its chunks.
-  std::vector<arena::ByteRange> carried;
-  for (const auto& [p, output] : impl_->carried.all()) {
-    carried.push_back(PlannedArena::range(impl_->rogues.window() + output.offset, output.size));
-  }
-  impl_->arena.raw().keep_only(carried);
+  impl_->arena.raw().keep_only(impl_->live_ranges());
   impl_->plans_have_holes = false;  // the next step maps its tree's extent back at begin_step
   if (check_ != nullptr) check_->trim();
 }

@@ -112,6 +112,7 @@ struct Compiler::Impl {
   void place_window() noexcept;
   void move_window();
   [[nodiscard]] std::vector<arena::ByteRange> ranges_to_keep() const;
+  [[nodiscard]] std::vector<arena::ByteRange> live_ranges() const;
   void free_outside_step(void* p);
   [[nodiscard]] std::optional<std::pair<Bytes, Bytes>> live_range_containing(Bytes offset) const;
   [[nodiscard]] Bytes plans_bytes() const;

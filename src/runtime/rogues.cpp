@@ -113,6 +113,17 @@ std::vector<arena::ByteRange> Compiler::Impl::ranges_to_keep() const {
   return keep;
 }
 
+// Every live buffer of the arena outside a step: the rogues and the outputs carried in the plans.
+std::vector<arena::ByteRange> Compiler::Impl::live_ranges() const {
+  std::vector<arena::ByteRange> live;
+  rogues.for_each_range(
+      [&](Bytes offset, Bytes size) { live.push_back(PlannedArena::range(offset, size)); });
+  for (const auto& [p, output] : carried.all()) {
+    live.push_back(PlannedArena::range(rogues.window() + output.offset, output.size));
+  }
+  return live;
+}
+
 // Later steps serve the learned sites from the pool. After a step that learned a site or left a
 // learned site's buffer live, map the room each site's next buffer needs (learned_sites.hpp: one
 // block each at most, none where the caller's habit frees one first) all at once (allocate them

@@ -43,13 +43,7 @@ void Compiler::Impl::trim_to(std::span<const BranchRef> held) {
   if (cursor.running()) {
     throw InvalidState(fmt::format("trim_to: step '{}' is running", cursor.step().name));
   }
-  // Every live buffer of the arena: the rogues and the outputs carried in the plans.
-  std::vector<arena::ByteRange> keep;
-  rogues.for_each_range(
-      [&](Bytes offset, Bytes size) { keep.push_back(PlannedArena::range(offset, size)); });
-  for (const auto& [p, output] : carried.all()) {
-    keep.push_back(PlannedArena::range(rogues.window() + output.offset, output.size));
-  }
+  std::vector<arena::ByteRange> keep = live_ranges();
   for (const BranchRef& ref : held) append_branch_ranges(ref, keep);  // throws before unmapping
   const std::size_t mapped = arena.raw().mapped_bytes();
   // A held branch is mapped throughout (a graph captured in a step of it, which mapped what it
