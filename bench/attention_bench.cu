@@ -212,15 +212,23 @@ void run(std::int64_t tokens) {
       float tau;
       float keep;
     };
-    for (const Mode& m : {Mode{"topk10", SparsityMode::TopK, 0.0f, 10.0f},
-                          Mode{"tau1.0", SparsityMode::Tau, 1.0f, 0.0f},
-                          Mode{"tau1.5", SparsityMode::Tau, 1.5f, 0.0f},
-                          Mode{"tau2.0", SparsityMode::Tau, 2.0f, 0.0f}}) {
+    std::vector<Mode> modes{Mode{"topk10", SparsityMode::TopK, 0.0f, 10.0f},
+                            Mode{"tau1.0", SparsityMode::Tau, 1.0f, 0.0f},
+                            Mode{"tau1.5", SparsityMode::Tau, 1.5f, 0.0f},
+                            Mode{"tau2.0", SparsityMode::Tau, 2.0f, 0.0f}};
+    // ATTENTION_BENCH_FULL_LIST=1: also every block listed (top-k 100 %), the block-list path at
+    // dense's work: what the list path itself costs against the dense launch.
+    if (const char* full = std::getenv("ATTENTION_BENCH_FULL_LIST");
+        full != nullptr && *full == '1') {
+      modes.push_back(Mode{"topk100", SparsityMode::TopK, 0.0f, 100.0f});
+    }
+    for (const Mode& m : modes) {
       AttentionPolicy policy;
       policy.mode = m.mode;
       policy.tau = m.tau;
       if (m.keep > 0.0f) policy.keep_percent = m.keep;
-      policy.max_keep_percent = 30.0f;  // caps tau's workspace; rows above 30% are rare
+      policy.max_keep_percent =
+          std::max(30.0f, m.keep);  // caps tau's workspace; rows above 30% are rare
       const WorkspaceLayout layout = workspace_layout(shape, policy);
       void* workspace = nullptr;
       CHECK(cudaMalloc(&workspace, layout.bytes));

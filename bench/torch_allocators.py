@@ -229,7 +229,7 @@ def worker(args):
     graphed = None
     if args.allocator == "caching-graphs":
         graphed = TorchGraphed(fn, capture_after=2)
-    if memplan_mode:  # memplan: eager steps and graphs alike run on GraphedStep's side stream
+    if memplan_mode:  # memplan: GraphedStep (enabled=False: `with memplan.step`, nothing more)
         graphed = memplan.graphs.GraphedStep(name, fn, capture_after=2,
                                              enabled=args.allocator == "memplan-graphs")
     torch.cuda.synchronize()

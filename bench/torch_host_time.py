@@ -7,7 +7,8 @@ Ways (--ways):
   caching-side         the same on a side stream with GraphedStep's two stream waits
   memplan-direct       memplan installed, model(x) inside `with memplan.step(...)`
   memplan-graphedstep  memplan.graphs.GraphedStep(enabled=False): the eager row of
-                       bench/torch_allocators.py
+                       bench/torch_allocators.py (since 2026-12-02 the step alone, on the
+                       current stream; before, on GraphedStep's side stream with its key)
   memplan-pause        memplan installed, model(x) inside memplan.pause() (the persistent pool)
 
     MEMPLAN_LIBRARY=build/gpu/src/c/libmemplan_torch.so python3 bench/torch_host_time.py \

@@ -14,15 +14,16 @@ allocator, attention, graphs) imports PyTorch when first used. See docs/pytorch.
 import importlib
 
 from .api import (abort_step, backend, begin_step, check_callbacks, configure, default_options,
-                  end_step, init, initialised, pause, release, report, scope, stats, step, trim,
-                  trim_to, version, write_branch_trace)
+                  end_step, init, initialised, pause, plan_epoch, release, report, scope, stats,
+                  step, trim, trim_to, version, write_branch_trace)
 from .errors import (CudaError, DoubleFree, ForeignPointer, InvalidArgument, InvalidPointer,
                      InvalidState, MemplanError, NotInitialised, OutOfMemory, Unsupported)
 from ._library import load
 
 __all__ = [
     "abort_step", "attention", "backend", "begin_step", "check_callbacks", "configure",
-    "default_options", "end_step", "init", "initialised", "load", "pause", "release", "report",
+    "default_options", "end_step", "init", "initialised", "load", "pause", "plan_epoch", "release",
+    "report",
     "scope", "stats", "step", "trim", "trim_to", "version", "write_branch_trace", "CudaError",
     "DoubleFree", "ForeignPointer", "InvalidArgument", "InvalidPointer", "InvalidState",
     "MemplanError", "NotInitialised", "OutOfMemory", "Unsupported",

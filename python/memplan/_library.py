@@ -53,6 +53,13 @@ class BranchRef(ctypes.Structure):
     ]
 
 
+class PlanEpoch(ctypes.Structure):
+    _fields_ = [
+        ("window_moves", ctypes.c_uint64),
+        ("carried_outputs", ctypes.c_uint64),
+    ]
+
+
 class AttentionPolicy(ctypes.Structure):
     _fields_ = [
         ("mode", ctypes.c_int),
@@ -90,6 +97,7 @@ _PROTOTYPES = {
     "memplan_torch_trim": (_c_int, [_c_int]),
     "memplan_torch_trim_to": (_c_int, [_c_int, ctypes.POINTER(BranchRef), ctypes.c_size_t]),
     "memplan_torch_release": (_c_int, [_c_int]),
+    "memplan_torch_plan_epoch_of": (_c_int, [_c_int, ctypes.POINTER(PlanEpoch)]),
     "memplan_torch_stats_json": (_c_char_p, [_c_int]),
     "memplan_torch_report": (_c_char_p, [_c_int]),
     "memplan_torch_write_branch_trace": (_c_int, [_c_int, _c_char_p, ctypes.c_int64, _c_char_p]),

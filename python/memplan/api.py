@@ -175,6 +175,15 @@ def stats(device=None):
     return json.loads(_text(lib().memplan_torch_stats_json(_device(device))))
 
 
+def plan_epoch(device=None):
+    """(window_moves, carried_outputs): the two counters a CUDA graph launched outside steps
+    depends on (the plans moved; a step left an output planned in the arena). A cheap call, made
+    before every launch of memplan.graphs."""
+    epoch = _library.PlanEpoch()
+    _check(lib().memplan_torch_plan_epoch_of(_device(device), ctypes.byref(epoch)))
+    return epoch.window_moves, epoch.carried_outputs
+
+
 def report(device=None):
     return _text(lib().memplan_torch_report(_device(device)))
 

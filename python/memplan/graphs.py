@@ -27,9 +27,11 @@ non-tensor arguments). Under one key:
     every time (clone what you keep across calls, as with any CUDA graph).
 Eager steps, the capture and the launches all run on one side stream of this helper (waiting for
 the caller's current stream first, and the current stream waits for it after); PyTorch's
-per-stream state for it (the cuBLAS workspaces) is made at construction, in a memplan pause
+per-stream state for it (the cuBLAS workspaces) is made when the stream is, in a memplan pause
 (memplan.torch.warm_up), not in a step and not during the capture. A key whose capture fails
-(the function synchronises with the host, say) stays eager.
+(the function synchronises with the host, say) stays eager. With enabled=False nothing new is
+captured (graphs captured while it was True still launch); a GraphedStep never enabled runs each
+call as `with memplan.step(name)` on the caller's stream, nothing more.
 Graphs are dropped when the compiler's plans move (stats: window_moves), when a step leaves an
 output in the plans that the graph does not know (stats: carried_outputs; a step output kept until
 the next one exists is planned in the arena with period two, docs/compiler.md, and a graph
@@ -85,8 +87,6 @@ class _Entry:
 
 class GraphedStep:
     def __init__(self, name, fn, capture_after=2, enabled=True, device=None, capture_name=None):
-        import torch
-
         if capture_after < 1:
             raise ValueError(f"capture_after must be >= 1, got {capture_after}")
         self.name, self.fn = name, fn
@@ -95,10 +95,7 @@ class GraphedStep:
             raise ValueError(f"capture_name must differ from the step name {name!r}")
         self.capture_after, self.enabled = capture_after, enabled
         self.device = api.default_device() if device is None else device
-        self.stream = torch.cuda.Stream(device=self.device)
-        from . import torch as memplan_torch
-
-        memplan_torch.warm_up(self.stream, self.device)
+        self._stream = None  # made with the first call that may capture
         self.stats = {"steps": 0, "eager_steps": 0, "captures": 0, "graph_launches": 0,
                       "breaks": 0, "invalidations": 0, "capture_failures": 0}
         self.last_result = None  # end_step's dict of the last step the function ran in
@@ -106,6 +103,19 @@ class GraphedStep:
         self.last_capture_error = None
         self._entries = {}
         _live_steps.add(self)
+
+    @property
+    def stream(self):
+        """The side stream of eager steps, captures and launches (made on first use, between
+        steps)."""
+        if self._stream is None:
+            import torch
+
+            from . import torch as memplan_torch
+
+            self._stream = torch.cuda.Stream(device=self.device)
+            memplan_torch.warm_up(self._stream, self.device)
+        return self._stream
 
     @staticmethod
     def _key(args):
@@ -136,6 +146,10 @@ class GraphedStep:
         import torch
 
         self.stats["steps"] += 1
+        if not self.enabled and not self._entries:
+            # Never enabled: no graph to launch, nothing to count towards a capture, no side
+            # stream to capture on; the step alone.
+            return self._eager(None, args)
         key = self._key(args)
         entry = self._entries.setdefault(key, _Entry())
         caller = torch.cuda.current_stream(self.device)
@@ -155,8 +169,7 @@ class GraphedStep:
         return out
 
     def _plans_epoch(self):
-        stats = api.stats(self.device)
-        return stats["window_moves"], stats["carried_outputs"]
+        return api.plan_epoch(self.device)
 
     def _moved(self, entry):
         if self._plans_epoch() == entry.plans_epoch:
@@ -178,7 +191,8 @@ class GraphedStep:
         self.stats["eager_steps"] += 1
         self.last_path = "eager"
         out, result = self._run_step(args)
-        entry.stable = entry.stable + 1 if result["replayed"] else 0
+        if entry is not None:
+            entry.stable = entry.stable + 1 if result["replayed"] else 0
         return out
 
     def _launch(self, entry, args):

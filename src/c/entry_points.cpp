@@ -13,6 +13,7 @@
 #include "last_error.hpp"
 #include "memplan/c/memplan_torch.h"
 #include "memplan/runtime/branch_trace.hpp"
+#include "memplan/runtime/stats.hpp"
 #include "memplan/runtime/stats_json.hpp"
 #include "memplan/version.hpp"
 #include "options.hpp"
@@ -166,6 +167,15 @@ int memplan_torch_trim_to(int device, const memplan_torch_branch_ref* held, size
 
 int memplan_torch_release(int device) {
   return control("memplan_torch_release", device, [&](Compiler& c) { c.release(); });
+}
+
+int memplan_torch_plan_epoch_of(int device, memplan_torch_plan_epoch* epoch) {
+  return control("memplan_torch_plan_epoch_of", device, [&](Compiler& c) {
+    if (epoch == nullptr) throw InvalidArgument("the epoch is NULL");
+    const Stats stats = c.stats();
+    epoch->window_moves = stats.window_moves;
+    epoch->carried_outputs = stats.carried_outputs;
+  });
 }
 
 const char* memplan_torch_stats_json(int device) {

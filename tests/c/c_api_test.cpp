@@ -82,6 +82,31 @@ TEST(CApi, ControlCallOnAnUninitialisedDevice) {
   EXPECT_NE(last_error().find("device 64 is out of range"), std::string::npos);
 }
 
+TEST(CApi, PlanEpochCountsWindowMovesAndCarriedOutputs) {
+  const int device = fresh_device();
+  memplan_torch_plan_epoch epoch{7, 7};
+  ASSERT_EQ(memplan_torch_plan_epoch_of(device, &epoch), MEMPLAN_OK) << last_error();
+  EXPECT_EQ(epoch.window_moves, 0U);
+  EXPECT_EQ(epoch.carried_outputs, 0U);
+  memplan_torch_step_result result{};
+  run_step(device, &result);
+  // A buffer kept past a step is a rogue over the plan: the next step's plans move clear of it.
+  ASSERT_EQ(memplan_torch_begin_step(device, "denoise"), MEMPLAN_OK);
+  void* rogue = memplan_torch_alloc(4 * kMiB, device, nullptr);
+  ASSERT_EQ(memplan_torch_end_step(device, &result), MEMPLAN_OK);
+  run_step(device, &result);
+  ASSERT_EQ(memplan_torch_plan_epoch_of(device, &epoch), MEMPLAN_OK) << last_error();
+  EXPECT_GE(epoch.window_moves, 1U);
+  const std::string json = memplan_torch_stats_json(device);
+  EXPECT_NE(json.find("\"window_moves\": " + std::to_string(epoch.window_moves)), std::string::npos)
+      << json;
+  memplan_torch_free(rogue, 0, device, nullptr);
+
+  EXPECT_EQ(memplan_torch_plan_epoch_of(device, nullptr), MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("the epoch is NULL"), std::string::npos) << last_error();
+  EXPECT_EQ(memplan_torch_plan_epoch_of(0, &epoch), MEMPLAN_E_NOT_INITIALISED);
+}
+
 TEST(CApi, StepEndedTwice) {
   const int device = fresh_device();
   ASSERT_EQ(memplan_torch_begin_step(device, "denoise"), MEMPLAN_OK);

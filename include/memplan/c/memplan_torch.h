@@ -131,6 +131,17 @@ MEMPLAN_TORCH_API int memplan_torch_trim_to(int device, const memplan_torch_bran
                                             size_t count);
 MEMPLAN_TORCH_API int memplan_torch_release(int device);
 
+/* What a CUDA graph launched outside steps depends on, two of the compiler's counters: the plans
+ * moved clear of live rogues (window_moves), a step left an output planned in the arena
+ * (carried_outputs). A graph captured under other values may hold addresses the plans no longer
+ * keep for it. The cheap check before each launch (stats_json formats every counter). */
+typedef struct memplan_torch_plan_epoch {
+  uint64_t window_moves;
+  uint64_t carried_outputs;
+} memplan_torch_plan_epoch;
+
+MEMPLAN_TORCH_API int memplan_torch_plan_epoch_of(int device, memplan_torch_plan_epoch* epoch);
+
 /* memplan::to_json(Stats), or NULL on error. */
 MEMPLAN_TORCH_API const char* memplan_torch_stats_json(int device);
 /* The compiler's readable report, or NULL on error. */

@@ -23,6 +23,7 @@ class FakeTorch:
     def __init__(self, lib, device):
         self.lib, self.device = lib, device
         self.capturing = None  # the FakeGraph being captured
+        self.streams_made = 0
         fake = self
 
         class Tensor:
@@ -49,7 +50,7 @@ class FakeTorch:
 
         class Stream:
             def __init__(self, device=None):
-                pass
+                fake.streams_made += 1
 
             def wait_stream(self, other):
                 pass
@@ -191,11 +192,16 @@ def test_release_drops_the_graphs(fake, device):
 
 
 def test_disabled_runs_every_call_eagerly(fake, device):
+    streams = fake.streams_made
     g = memplan.graphs.GraphedStep("eager", plus_one(fake), enabled=False, device=device)
     x = fake.Tensor(4 * KiB, 1)
     for _ in range(5):
-        g(x)
+        assert g(x).value == 2 and g.last_path == "eager"
     assert g.stats["eager_steps"] == 5 and g.stats["captures"] == 0
+    # Nothing is captured, so each call is the step alone, on the caller's stream.
+    assert fake.streams_made == streams
+    stats = memplan.stats(device)
+    assert stats["steps_recorded"] == 1 and stats["steps_replayed"] == 4
 
 
 def test_a_capture_that_allocates_differently_is_retried_once_and_then_launched(fake, device):

@@ -163,3 +163,19 @@ def test_plan_budget_is_an_option(lib):
     assert memplan.default_options()["plan_budget_ms"] == 200
     with pytest.raises(memplan.InvalidArgument, match="plan_budget_ms -1 is negative"):
         memplan.configure(plan_budget_ms=-1)
+
+
+def test_plan_epoch_counts_what_graphs_depend_on(alloc, device):
+    # memplan.graphs checks these two counters before each launch instead of the stats' JSON.
+    def epoch_from_stats():
+        stats = memplan.stats(device)
+        return stats["window_moves"], stats["carried_outputs"]
+
+    assert memplan.plan_epoch(device) == epoch_from_stats() == (0, 0)
+    run_step(alloc, device)
+    with memplan.step("denoise", device):  # a rogue: kept past the step, over the plan
+        rogue = alloc.alloc(4 * MiB)
+    run_step(alloc, device)  # the plans move clear of it
+    moved = memplan.plan_epoch(device)
+    assert moved == epoch_from_stats() and moved[0] >= 1
+    alloc.free(rogue)
