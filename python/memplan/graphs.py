@@ -31,7 +31,7 @@ per-stream state for it (the cuBLAS workspaces) is made when the stream is, in a
 (memplan.torch.warm_up), not in a step and not during the capture. A key whose capture fails
 (the function synchronises with the host, say) stays eager. With enabled=False nothing new is
 captured (graphs captured while it was True still launch); a GraphedStep never enabled runs each
-call as `with memplan.step(name)` on the caller's stream, nothing more.
+call as `with memplan.step(name)` on the caller's stream (warmed up once, as the side stream is).
 Graphs are dropped when the compiler's plans move (stats: window_moves), when a step leaves an
 output in the plans that the graph does not know (stats: carried_outputs; a step output kept until
 the next one exists is planned in the arena with period two, docs/compiler.md, and a graph
@@ -148,7 +148,11 @@ class GraphedStep:
         self.stats["steps"] += 1
         if not self.enabled and not self._entries:
             # Never enabled: no graph to launch, nothing to count towards a capture, no side
-            # stream to capture on; the step alone.
+            # stream to capture on; the step alone, on a stream whose cuBLAS workspaces exist
+            # (warm_up does that once per stream; in a step they would be rogues).
+            from . import torch as memplan_torch
+
+            memplan_torch.warm_up(device=self.device)
             return self._eager(None, args)
         key = self._key(args)
         entry = self._entries.setdefault(key, _Entry())

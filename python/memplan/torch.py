@@ -19,6 +19,7 @@ from .errors import MemplanError
 
 _installed = False
 _graph_state_keepers = {}  # device -> an empty graph that keeps its generator's graph state
+_warmed_streams = set()  # (device, stream handle) that warm_up made the caches of
 
 ATTENTION_MODES = ("dense", "tau", "topk", "coarse")
 
@@ -66,11 +67,13 @@ def warm_up(stream=None, device=None):
     """Makes PyTorch's per-stream caches for `stream` (default: the current one) now, inside a
     memplan pause: cuBLAS and cuBLASLt keep one workspace per (handle, stream) for the life of the
     process, allocated on first use. Allocated in a step instead, it would be a rogue that never
-    dies, holding a range of the planned arena."""
+    dies, holding a range of the planned arena. Once per stream: a later call returns at once."""
     import torch
 
     device = api.default_device() if device is None else device
     stream = torch.cuda.current_stream(device) if stream is None else stream
+    if (device, stream.cuda_stream) in _warmed_streams:
+        return
     if not api.initialised(device):
         api.init(device)
     with torch.cuda.stream(stream), api.pause(device), torch.no_grad():
@@ -91,6 +94,7 @@ def warm_up(stream=None, device=None):
                     pass
             _graph_state_keepers[device] = graph
     stream.synchronize()
+    _warmed_streams.add((device, stream.cuda_stream))
 
 
 def attention_policy(mode="tau", tau=1.5, keep_percent=10.0, max_keep_percent=100.0,

@@ -98,6 +98,25 @@ def test_graphed_step_follows_new_inputs(weights):
         assert torch.equal(out, mlp_step(x, *weights))
 
 
+def test_a_graphed_step_never_enabled_runs_on_a_cold_stream_without_rogues(weights):
+    # A stream nobody warmed up: its cuBLAS workspaces would be allocated in the first step (a
+    # rogue for the life of the process, a second branch); GraphedStep(enabled=False) warms the
+    # caller's stream first, as GraphedStep does its side stream.
+    x = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+    eager = GraphedStep("cold-stream", lambda a: mlp_step(a, *weights), enabled=False)
+    before = memplan.stats()
+    with torch.cuda.stream(torch.cuda.Stream()):
+        for _ in range(4):
+            y = eager(x)
+            assert eager.last_path == "eager"
+            del y
+        torch.cuda.current_stream().synchronize()
+    after = memplan.stats()
+    assert after["rogues"] == before["rogues"] and after["breaks"] == before["breaks"]
+    assert after["steps_recorded"] - before["steps_recorded"] == 1
+    assert after["steps_replayed"] - before["steps_replayed"] == 3
+
+
 def test_graphs_trim_keeps_the_graphs_branch_and_an_eager_step_maps_back(weights):
     # Key (512 rows) is captured; key (4096 rows), the eager step's other branch, stays eager.
     # memplan.graphs.trim() unmaps what only the eager branch uses; the graph still computes

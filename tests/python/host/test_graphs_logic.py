@@ -24,6 +24,7 @@ class FakeTorch:
         self.lib, self.device = lib, device
         self.capturing = None  # the FakeGraph being captured
         self.streams_made = 0
+        self.warm_ups = []  # the streams memplan.torch.warm_up was called for (None: current)
         fake = self
 
         class Tensor:
@@ -91,7 +92,8 @@ class FakeTorch:
 def fake(lib, device, monkeypatch):
     f = FakeTorch(lib, device)
     monkeypatch.setitem(sys.modules, "torch", f.module)
-    monkeypatch.setattr(memplan_torch, "warm_up", lambda stream, device: None)
+    monkeypatch.setattr(memplan_torch, "warm_up",
+                        lambda stream=None, device=None: f.warm_ups.append(stream))
     return f
 
 
@@ -198,8 +200,10 @@ def test_disabled_runs_every_call_eagerly(fake, device):
     for _ in range(5):
         assert g(x).value == 2 and g.last_path == "eager"
     assert g.stats["eager_steps"] == 5 and g.stats["captures"] == 0
-    # Nothing is captured, so each call is the step alone, on the caller's stream.
+    # Nothing is captured, so each call is the step alone, on the caller's stream, which is
+    # warmed up (its cuBLAS workspaces made in a pause) as the side stream would be.
     assert fake.streams_made == streams
+    assert fake.warm_ups and set(fake.warm_ups) == {None}
     stats = memplan.stats(device)
     assert stats["steps_recorded"] == 1 and stats["steps_replayed"] == 4
 
