@@ -8,6 +8,8 @@
 // Selection and the end-to-end call run on the first path.
 // Usage: attention_bench [tokens...]   (default 8192 32768 75600)
 // ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma).
+// ATTENTION_BENCH_FULL_LIST=1 adds top-k 100 % (every block listed): the block-list path at dense's
+// work.
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
