@@ -22,11 +22,11 @@ from ._library import load
 
 __all__ = [
     "abort_step", "attention", "backend", "begin_step", "check_callbacks", "configure",
-    "default_options", "end_step", "init", "initialised", "load", "pause", "plan_epoch", "release",
-    "report",
-    "scope", "stats", "step", "trim", "trim_to", "version", "write_branch_trace", "CudaError",
-    "DoubleFree", "ForeignPointer", "InvalidArgument", "InvalidPointer", "InvalidState",
-    "MemplanError", "NotInitialised", "OutOfMemory", "Unsupported",
+    "default_options", "end_step", "init", "initialised", "load", "pause", "plan_epoch",
+    "release", "report", "scope", "stats", "step", "trim", "trim_to", "version",
+    "write_branch_trace", "CudaError", "DoubleFree", "ForeignPointer", "InvalidArgument",
+    "InvalidPointer", "InvalidState", "MemplanError", "NotInitialised", "OutOfMemory",
+    "Unsupported",
 ]
 
 
