@@ -18,7 +18,10 @@ allocator once per process), in an order that alternates over the repeats:
                  torch.cuda.graph capture into its private pool, then replays of it)
 Every step is followed by torch.cuda.synchronize(). Per run: the median step time (wall, from the
 call to the end of the synchronize) and host time (the call alone), the peaks, memplan's counters
-and a SHA-256 of the final output. Writes <out>/torch_allocators.json and .md.
+and a SHA-256 of the final output; last, a host probe (microseconds per launch of a one-element
+in-place add, 2000 launches: the process's speed at host work, which varies by up to ~2x between
+processes on the H200 machine whatever the allocator; step times of runs whose probes differ
+are not comparable). Writes <out>/torch_allocators.json and .md.
 
 Memory columns (bytes):
   peak_total       over the measured steps, after each allocator gave back what it held beyond
@@ -95,6 +98,24 @@ MODELS = {
 
 # ---------------------------------------------------------------------------------------------
 # The worker: one model under one allocator, in this process.
+
+def _host_probe_us(launches=2000):
+    """Host microseconds per launch of a one-element in-place add: how fast this process
+    dispatches work, whatever its allocator (it allocates nothing; run after the measured
+    steps). On the H200 machine a process is either fast or slow at every host operation by one
+    factor (docs/pytorch.md, the host-time breakdown), so step times of processes whose probes
+    differ are not comparable."""
+    import torch
+
+    t = torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(launches):
+        t.add_(1)
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return 1e6 * elapsed / launches
+
 
 def _digest(tensor):
     import torch
@@ -331,6 +352,10 @@ def worker(args):
                 + stats["num_device_free"] - after_warmup.get("num_device_free", 0))
     peak, persistent = result["peak_total_bytes"], result["persistent_bytes"]
     result["step_peak_bytes"] = None if None in (peak, persistent) else peak - persistent
+    try:  # last: its tensor comes after every counter read; a failure costs the probe only
+        result["host_probe_us"] = _host_probe_us()
+    except Exception as e:  # recorded in the run, not raised
+        result["host_probe_error"] = f"{type(e).__name__}: {e}"
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)
 
@@ -428,6 +453,9 @@ def summarise(runs):
                     "device_used_bytes": _most(r["device_used_bytes"] for r in ok),
                     "median_step_ms": statistics.median(s for r in ok for s in r["step_ms"]),
                     "median_host_ms": statistics.median(r["median_host_ms"] for r in ok),
+                    "host_probe_us": (
+                        None if any("host_probe_us" not in r for r in ok)
+                        else statistics.median(r["host_probe_us"] for r in ok)),
                     "breaks": _most(r.get("breaks") for r in ok),
                     "branches": _most(r.get("branches") for r in ok),
                     "rogues": _most(r.get("rogues") for r in ok),
@@ -450,13 +478,14 @@ def markdown(rows, header):
     lines = [header, "",
              "| model | allocator | peak total GiB | step peak GiB | lower bound GiB | step peak / "
              "bound | device used GiB | median step ms | host ms/step | breaks (branches) | rogues"
-             " | graph launches | allocator calls, measured steps | bitwise = caching |",
-             "|" + "---|" * 14]
+             " | graph launches | allocator calls, measured steps | bitwise = caching "
+             "| host probe us |",
+             "|" + "---|" * 15]
     for r in rows:
         if "median_step_ms" not in r:
             lines.append(f"| {r['model']} | {r['allocator']} | failed: "
                          f"{r['errors'][0].splitlines()[-1][:120] if r['errors'] else '?'} |"
-                         + " |" * 12)
+                         + " |" * 13)
             continue
         ratio = r["step_peak_over_lower_bound"]
         breaks = "-" if r["breaks"] is None else f"{r['breaks']} ({r['branches']})"
@@ -464,6 +493,7 @@ def markdown(rows, header):
         equal = r["bitwise_equal_to_caching"]
         if equal is not None and r.get("compared_with", "caching") != "caching":
             equal = f"{equal} (vs {r['compared_with']})"
+        probe = r.get("host_probe_us")
         launches = str(r["graph_launches"]) + (
             f" ({r['capture_failures']} capture failed)" if r["capture_failures"] else "")
         lines.append(
@@ -472,7 +502,8 @@ def markdown(rows, header):
             f"{'-' if ratio is None else f'{ratio:.3f}'} | {_gib(r['device_used_bytes'])} | "
             f"{r['median_step_ms']:.2f} | {r['median_host_ms']:.2f} | {breaks} | "
             f"{'-' if r['rogues'] is None else r['rogues']} | {launches} | "
-            f"{'-' if calls is None else calls} | {'-' if equal is None else equal} |")
+            f"{'-' if calls is None else calls} | {'-' if equal is None else equal} | "
+            f"{'-' if probe is None else f'{probe:.1f}'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -95,7 +95,7 @@ def test_both_graphs_rows_share_the_capture_bound_and_memplan_graphs_matches_tor
     assert rows["caching-graphs"]["bitwise_equal_to_caching"] is False  # against eager caching
     line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
                 if x.startswith("| vit | memplan-graphs"))
-    assert line.endswith("| True (vs caching-graphs) |")
+    assert line.endswith("| True (vs caching-graphs) | - |")
 
 
 def test_resume_takes_the_records_an_earlier_invocation_left(tmp_path):
@@ -123,3 +123,21 @@ def test_graphs_rows_take_the_bound_of_the_graphs_branch():
     assert rows["memplan-graphs"]["lower_bound_bytes"] == 1 * GiB
     assert rows["caching-graphs"]["lower_bound_bytes"] == 1 * GiB
     assert rows["memplan-graphs"]["step_peak_over_lower_bound"] == 1.5
+
+
+def test_the_host_probe_is_the_median_of_the_runs_and_a_dash_without_one():
+    # The probe tells a slow process from a fast one; a row shows it only if every run has one
+    # (records made before the probe existed show a dash).
+    runs = [run("caching", 0, [5.0], 3 * GiB, GiB, GiB, "a", host_probe_us=4.0),
+            run("caching", 1, [5.0], 3 * GiB, GiB, GiB, "a", host_probe_us=9.0),
+            run("caching", 2, [5.0], 3 * GiB, GiB, GiB, "a", host_probe_us=5.0),
+            run("memplan", 0, [5.0], 3 * GiB, GiB, GiB, "a", host_probe_us=4.5),
+            run("memplan", 1, [5.0], 3 * GiB, GiB, GiB, "a")]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    assert rows["caching"]["host_probe_us"] == 5.0
+    assert rows["memplan"]["host_probe_us"] is None
+    table = bench.markdown(bench.summarise(runs), "header").splitlines()
+    assert table[2].endswith("| bitwise = caching | host probe us |")
+    assert table[3].count("|") == table[2].count("|") == 16
+    assert next(line for line in table if "| caching |" in line).endswith("| 5.0 |")
+    assert next(line for line in table if "| memplan |" in line).endswith("| - |")
