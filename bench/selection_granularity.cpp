@@ -31,7 +31,8 @@
 //   err64      rel-L2 of the 64-row lists (today's, and (a)'s) against dense
 //   err128     rel-L2 of (b)'s shared lists against dense
 //   dens128=, err128=  (b) with its knob (keep_percent, tau) lowered to the most blocks not over
-//              the 64-row lists' count: the two selections compared at the same density
+//              the 64-row lists' count: the two selections compared at the same density (on
+//              short sequences, where (b)'s forced blocks alone are more, the fewest it keeps)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -196,23 +197,27 @@ Lists select_128_at(const AttentionShape& shape, AttentionPolicy policy, std::si
                     std::span<const double> pooled_q, std::span<const double> pooled_k) {
   const bool topk = traits(policy.mode).rule == SelectionRule::TopK;
   float& knob = topk ? policy.keep_percent : policy.tau;
-  // Fewer blocks toward `tight`; at `loose` (the policy's own knob) (b) keeps at least target.
+  Lists lists = select_128(shape, policy, pooled_q, pooled_k);
+  if (kept_blocks(lists) <= target) return lists;
+  // More blocks at `loose` (the policy's own knob) than target; the fewest the rule can keep at
+  // `tight` (one block by score, or a cut above every score).
   float loose = knob;
   float tight = topk ? 0.0f : knob + 10.0f;
-  Lists best = select_128(shape, policy, pooled_q, pooled_k);
-  if (kept_blocks(best) <= target) return best;
+  std::vector<Lists> met;  // the last lists within target
   for (int step = 0; step < 40; ++step) {
     knob = 0.5f * (loose + tight);
-    if (topk && knob <= 0.0f) break;
-    Lists lists = select_128(shape, policy, pooled_q, pooled_k);
+    lists = select_128(shape, policy, pooled_q, pooled_k);
     if (kept_blocks(lists) <= target) {
       tight = knob;
-      best = std::move(lists);
+      met.assign(1, std::move(lists));
     } else {
       loose = knob;
     }
   }
-  return best;
+  if (!met.empty()) return std::move(met.front());
+  // (b)'s forced blocks alone exceed target (short sequences): the fewest it keeps.
+  knob = tight;
+  return select_128(shape, policy, pooled_q, pooled_k);
 }
 
 // --- What the lists cost: density, the union's bytes, forced blocks, (b) against (a).
