@@ -99,14 +99,36 @@ RowStats row_stats(std::span<const double> scores) {
 std::vector<int> select_row(const AttentionPolicy& policy, int q_block,
                             std::span<const double> scores) {
   const int n = static_cast<int>(scores.size());
-  const SelectionRule rule = traits(policy.mode).rule;
-  std::vector<int> kept(static_cast<std::size_t>(n));
-  std::iota(kept.begin(), kept.end(), 0);
-  if (rule == SelectionRule::None || policy.sink_queries.contains(q_block)) return kept;
+  if (traits(policy.mode).rule == SelectionRule::None || policy.sink_queries.contains(q_block)) {
+    std::vector<int> every(static_cast<std::size_t>(n));
+    std::iota(every.begin(), every.end(), 0);
+    return every;
+  }
+  std::vector<int> forced;
+  for (int j = 0; j < n; ++j) {
+    if (forced_block(policy, q_block, j)) forced.push_back(j);
+  }
+  return select_with_forced(policy, scores, forced);
+}
 
+std::vector<int> select_with_forced(const AttentionPolicy& policy, std::span<const double> scores,
+                                    std::span<const int> forced) {
+  const int n = static_cast<int>(scores.size());
+  const SelectionRule rule = traits(policy.mode).rule;
+  std::vector<int> kept;
   std::vector<int> candidates;
-  kept.clear();
-  for (int j = 0; j < n; ++j) (forced_block(policy, q_block, j) ? kept : candidates).push_back(j);
+  auto next = forced.begin();
+  for (int j = 0; j < n; ++j) {
+    const bool is_forced = next != forced.end() && *next == j;
+    if (is_forced) ++next;
+    (is_forced || rule == SelectionRule::None ? kept : candidates).push_back(j);
+  }
+  // An entry out of order, repeated or out of range stops the walk before the end.
+  if (next != forced.end()) {
+    throw InvalidArgument(fmt::format(
+        "attention host selection: forced block {} is out of order or outside [0, {})", *next, n));
+  }
+  if (rule == SelectionRule::None) return kept;
   const int top_k = rule_blocks(policy, n);
   std::vector<int> chosen;
   if (rule == SelectionRule::Threshold) {

@@ -1,6 +1,7 @@
 // Host-only: the host reference selection on hand-made rows, where the right list is known:
-// top-k with ties to the lower index, the threshold rule and its cap, forced blocks, sink query
-// rows, and pooling and scores on a tensor small enough to check by hand.
+// top-k with ties to the lower index, the threshold rule and its cap, forced blocks (a query
+// block's, or given for a pair), sink query rows, and pooling and scores on a tensor small enough
+// to check by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,6 +76,26 @@ TEST(HostSelection, SinkKeysAreForcedAndSinkQueriesKeepEverything) {
   EXPECT_EQ(select_row(p, 0, s), (Blocks{0, 1, 5, 6, 7}));
   EXPECT_EQ(select_row(p, 2, s), (Blocks{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   EXPECT_EQ(select_row(policy(SparsityMode::Dense, 10), 4, s).size(), 10u);
+}
+
+TEST(HostSelection, GivenForcedBlocksTakeNoSlotOfTheRule) {
+  // A pair of query blocks 4 and 5 forces 3..6; 20% of 10 -> 2 by score among the others, so the
+  // 6 scored 9 is forced and the rule still picks 0 and 1.
+  const std::vector<double> s{8, 7, 1, 0, 2, 3, 9, 0, 0, 0};
+  const std::vector<int> pair{3, 4, 5, 6};
+  EXPECT_EQ(select_with_forced(policy(SparsityMode::TopK, 20), s, pair),
+            (Blocks{0, 1, 3, 4, 5, 6}));
+  // One query block's forced set gives select_row's list.
+  const std::vector<int> row{4, 5, 6};
+  EXPECT_EQ(select_with_forced(policy(SparsityMode::TopK, 20), s, row),
+            select_row(policy(SparsityMode::TopK, 20), 5, s));
+  EXPECT_EQ(select_with_forced(policy(SparsityMode::Dense, 10), s, row).size(), 10u);
+  const std::vector<int> unordered{5, 4};
+  const std::vector<int> outside{9, 10};
+  EXPECT_THROW((void)select_with_forced(policy(SparsityMode::TopK, 20), s, unordered),
+               InvalidArgument);
+  EXPECT_THROW((void)select_with_forced(policy(SparsityMode::TopK, 20), s, outside),
+               InvalidArgument);
 }
 
 TEST(HostSelection, BlockListsAreLaidOutAsTheWorkspaceHoldsThem) {

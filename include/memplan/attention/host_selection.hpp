@@ -40,6 +40,15 @@ struct RowStats {
 [[nodiscard]] std::vector<int> select_row(const AttentionPolicy& policy, int q_block,
                                           std::span<const double> scores);
 
+// The same rule with the forced blocks given (`forced`: ascending, within the row): `forced` plus
+// the rule's choice among the other blocks, ascending; every block for a mode without selection.
+// For a list shared by several query blocks, whose forced set is the union of theirs (select_row
+// is this with one query block's). Throws InvalidArgument when `forced` is not ascending or
+// leaves the row.
+[[nodiscard]] std::vector<int> select_with_forced(const AttentionPolicy& policy,
+                                                  std::span<const double> scores,
+                                                  std::span<const int> forced);
+
 // select_row for every row of `scores` ([rows, blocks]) into a block list as the workspace holds
 // one: idx [rows, max_k], count [rows]; a row of every block (a sink query row) counts them all
 // and lists the first max_k. Throws InvalidArgument when any other row keeps more than max_k
