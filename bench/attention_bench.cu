@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "memplan/attention/attention.hpp"
+#include "video_like_inputs.hpp"
 
 namespace {
 
@@ -34,40 +35,12 @@ void check(cudaError_t status, const char* what) {
 }
 #define CHECK(call) check((call), #call)
 
-__device__ unsigned long long mix(unsigned long long x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-__device__ float uniform(unsigned long long x) {
-  return (static_cast<float>(mix(x) >> 40) + 0.5f) * (1.0f / 16777216.0f);
-}
-
-// Gaussian noise, plus for `smooth` a low-frequency wave over the (frame, row, column) position
-// of each token in 45x80 frames, with a random direction and phase per (head, dim): nearby tokens,
-// in space and time, get similar vectors, as in a video latent.
+// The inputs of bench/video_like_inputs.hpp, rounded to bf16.
 __global__ void fill(__nv_bfloat16* x, long long n, int hd, unsigned long long seed, bool smooth) {
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  const float u1 = uniform(seed * 0x100000001ull + 2 * i);
-  const float u2 = uniform(seed * 0x100000001ull + 2 * i + 1);
-  float value = sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
-  if (smooth) {
-    const long long t = i / hd;
-    const int c = static_cast<int>(i % hd);
-    const float col = static_cast<float>(t % 80);
-    const float row = static_cast<float>((t / 80) % 45);
-    const float frame = static_cast<float>(t / 3600);
-    const unsigned long long key = seed * 7919ull + static_cast<unsigned long long>(c);
-    const float wx = 0.3f * (uniform(key * 4) - 0.5f);
-    const float wy = 0.3f * (uniform(key * 4 + 1) - 0.5f);
-    const float wf = 0.6f * (uniform(key * 4 + 2) - 0.5f);
-    const float phase = 6.2831853f * uniform(key * 4 + 3);
-    value = 0.3f * value + 2.0f * sinf(wx * col + wy * row + wf * frame + phase);
-  }
-  x[i] = __float2bfloat16(value);
+  x[i] = __float2bfloat16(memplan::bench::video_like_value(
+      static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(hd), seed, smooth));
 }
 
 __global__ void error_sums(const __nv_bfloat16* got, const __nv_bfloat16* want, long long n,
@@ -229,8 +202,8 @@ void run(std::int64_t tokens) {
       policy.mode = m.mode;
       policy.tau = m.tau;
       if (m.keep > 0.0f) policy.keep_percent = m.keep;
-      policy.max_keep_percent =
-          std::max(30.0f, m.keep);  // caps tau's workspace; rows above 30% are rare
+      // Caps tau's workspace (rows above 30 % are rare); top-k 100 % needs every block.
+      policy.max_keep_percent = std::max(30.0f, m.keep);
       const WorkspaceLayout layout = workspace_layout(shape, policy);
       void* workspace = nullptr;
       CHECK(cudaMalloc(&workspace, layout.bytes));

@@ -41,6 +41,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,25 +52,13 @@
 #include "memplan/attention/policy.hpp"
 #include "memplan/attention/shape.hpp"
 #include "memplan/attention/workspace.hpp"
+#include "video_like_inputs.hpp"
 
 namespace {
 
 using namespace memplan::attention;
 
-// --- Inputs: a host port of bench/attention_bench.cu's `fill` kernel, the same hashing and
-// formula, so the inputs match the GPU bench's in distribution (host libm and the device's
-// fast-math may differ in the last bits; bit equality is not needed here).
-
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-float uniform(std::uint64_t x) {
-  return (static_cast<float>(mix(x) >> 40) + 0.5f) * (1.0f / 16777216.0f);
-}
+// --- Inputs: bench/video_like_inputs.hpp's, as attention_bench.cu fills them on the device.
 
 // Round to nearest even bf16, as __float2bfloat16 (the GPU bench's tensors are bf16).
 float to_bf16(float x) {
@@ -78,30 +67,12 @@ float to_bf16(float x) {
   return std::bit_cast<float>(rounded);
 }
 
-// Gaussian noise, plus for `smooth` a low-frequency wave over the (frame, row, column) position
-// of each token in 45x80 frames, with a random direction and phase per (head, dim) channel.
 std::vector<float> fill(const AttentionShape& shape, std::uint64_t seed, bool smooth) {
   const auto n = static_cast<std::uint64_t>(shape.elements());
-  const auto hd = static_cast<std::uint64_t>(shape.heads) * shape.head_dim;
+  const auto channels = static_cast<std::uint64_t>(shape.heads) * shape.head_dim;
   std::vector<float> x(n);
   for (std::uint64_t i = 0; i < n; ++i) {
-    const float u1 = uniform(seed * 0x100000001ull + 2 * i);
-    const float u2 = uniform(seed * 0x100000001ull + 2 * i + 1);
-    float value = std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
-    if (smooth) {
-      const std::uint64_t t = i / hd;
-      const std::uint64_t c = i % hd;
-      const auto col = static_cast<float>(t % 80);
-      const auto row = static_cast<float>((t / 80) % 45);
-      const auto frame = static_cast<float>(t / 3600);
-      const std::uint64_t key = seed * 7919ull + c;
-      const float wx = 0.3f * (uniform(key * 4) - 0.5f);
-      const float wy = 0.3f * (uniform(key * 4 + 1) - 0.5f);
-      const float wf = 0.6f * (uniform(key * 4 + 2) - 0.5f);
-      const float phase = 6.2831853f * uniform(key * 4 + 3);
-      value = 0.3f * value + 2.0f * std::sin(wx * col + wy * row + wf * frame + phase);
-    }
-    x[i] = to_bf16(value);
+    x[i] = to_bf16(memplan::bench::video_like_value(i, channels, seed, smooth));
   }
   return x;
 }
@@ -203,18 +174,18 @@ Lists select_128_at(const AttentionShape& shape, AttentionPolicy policy, std::si
   // `tight` (one block by score, or a cut above every score).
   float loose = knob;
   float tight = topk ? 0.0f : knob + 10.0f;
-  std::vector<Lists> met;  // the last lists within target
+  std::optional<Lists> met;  // the last lists within target
   for (int step = 0; step < 40; ++step) {
     knob = 0.5f * (loose + tight);
     lists = select_128(shape, policy, pooled_q, pooled_k);
     if (kept_blocks(lists) <= target) {
       tight = knob;
-      met.assign(1, std::move(lists));
+      met = std::move(lists);
     } else {
       loose = knob;
     }
   }
-  if (!met.empty()) return std::move(met.front());
+  if (met) return std::move(*met);
   // (b)'s forced blocks alone exceed target (short sequences): the fewest it keeps.
   knob = tight;
   return select_128(shape, policy, pooled_q, pooled_k);
