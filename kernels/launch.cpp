@@ -106,6 +106,7 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
   select.blocks = shape.blocks();
   select.head_dim = shape.head_dim;
   select.max_k = layout.max_k;
+  select.query_blocks_per_list = policy.query_blocks_per_list;
   // For the threshold rule, top_k is the cap; forced blocks come on top of it, within max_k by
   // construction. Callers checked that the mode selects (its rule is not None).
   select.rule = traits(policy.mode).rule;
@@ -125,7 +126,8 @@ BlockList workspace_block_list(const WorkspaceLayout& layout, const void* worksp
   if (layout.bytes == 0) return {};
   const auto* base = static_cast<const unsigned char*>(workspace);
   return BlockList{reinterpret_cast<const int*>(base + layout.kv_idx),
-                   reinterpret_cast<const int*>(base + layout.kv_count), layout.max_k};
+                   reinterpret_cast<const int*>(base + layout.kv_count), layout.max_k,
+                   layout.query_blocks_per_list};
 }
 
 void launch_selection(const AttentionShape& shape, const AttentionTensors& tensors,
@@ -157,12 +159,17 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
       throw InvalidArgument(
           fmt::format("attention: max_k = {} is outside [1, {}]", blocks.max_k, shape.blocks()));
     }
+    if (blocks.query_blocks_per_list != 1 && blocks.query_blocks_per_list != 2) {
+      throw InvalidArgument(fmt::format("attention: query_blocks_per_list = {} is not 1 or 2",
+                                        blocks.query_blocks_per_list));
+    }
   }
   if (coarse != nullptr) check_pointer(coarse, alignof(float), "coarse");
   detail::FlashParams params = flash_params(shape, tensors);
   params.kv_idx = blocks.kv_idx;
   params.kv_count = blocks.kv_count;
   params.max_k = blocks.max_k;
+  params.query_blocks_per_list = blocks.query_blocks_per_list;
   params.coarse = coarse;
   params.coarse_gate = coarse_gate;
   detail::run_flash_forward(params, stream);
@@ -188,6 +195,7 @@ SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensor
     params.kv_idx = blocks.kv_idx;
     params.kv_count = blocks.kv_count;
     params.max_k = blocks.max_k;
+    params.query_blocks_per_list = blocks.query_blocks_per_list;
     if (layout.has_coarse) {
       params.coarse = at<const float>(workspace, layout.coarse);
       params.coarse_gate = policy.coarse_gate;

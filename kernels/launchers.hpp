@@ -20,6 +20,7 @@ struct FlashParams {
   const int* kv_idx = nullptr;    // [rows, max_k]
   const int* kv_count = nullptr;  // [rows]; null: every row dense
   int max_k = 0;
+  int query_blocks_per_list = 1;  // 2: rows 2i and 2i + 1 hold one list (BlockList)
   const float* coarse = nullptr;  // fp32 [rows, head_dim] or null
   float coarse_gate = 0.0f;
 };
@@ -43,6 +44,7 @@ struct SelectParams {
   int* kv_count = nullptr;
   float* coarse = nullptr;  // null: no coarse output
   int rows = 0, blocks = 0, head_dim = 0, max_k = 0;
+  int query_blocks_per_list = 1;  // 2: one list per pair of query blocks (policy.hpp)
   SelectionRule rule = SelectionRule::Threshold;  // Threshold or TopK
   float tau = 0.0f;
   int top_k = 0;  // topk: blocks chosen by score; threshold: cap on them

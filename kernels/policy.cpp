@@ -49,6 +49,10 @@ void validate(const AttentionPolicy& policy) {
     throw InvalidArgument(
         fmt::format("attention policy: min_tokens = {} is negative", policy.min_tokens));
   }
+  if (policy.query_blocks_per_list != 1 && policy.query_blocks_per_list != 2) {
+    throw InvalidArgument(fmt::format("attention policy: query_blocks_per_list = {} is not 1 or 2",
+                                      policy.query_blocks_per_list));
+  }
   if (!std::isfinite(policy.coarse_gate)) {
     throw InvalidArgument(
         fmt::format("attention policy: coarse_gate = {} is not finite", policy.coarse_gate));

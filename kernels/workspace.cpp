@@ -45,14 +45,17 @@ int max_kept_blocks(const AttentionShape& shape, const AttentionPolicy& policy) 
   const int selected = selected_blocks(shape, policy);
   if (selected == 0) return 0;
   const int n = shape.blocks();
-  // Forced blocks counted as if disjoint: an upper bound, so the row can never overflow.
-  const int forced = (2 * kDiagonalRadius + 1) + policy.sink_keys.size();
+  // Forced blocks counted as if disjoint: an upper bound, so the row can never overflow. A list
+  // shared by a pair of query blocks forces the union of their bands, one block wider.
+  const int band = 2 * kDiagonalRadius + policy.query_blocks_per_list;
+  const int forced = band + policy.sink_keys.size();
   return std::min(n, selected + forced);
 }
 
 WorkspaceLayout workspace_layout(const AttentionShape& shape, const AttentionPolicy& policy) {
   WorkspaceLayout layout;
   layout.max_k = max_kept_blocks(shape, policy);
+  layout.query_blocks_per_list = policy.query_blocks_per_list;
   const ModeTraits& mode = traits(policy.mode);
   if (!mode.selects_blocks()) return layout;
 

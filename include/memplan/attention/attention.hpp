@@ -24,10 +24,14 @@ struct AttentionTensors {
 
 // Key blocks per query block: kv_idx [rows, max_k] ascending, kv_count [rows]. A row whose count
 // equals the block count is dense and its kv_idx is not read. A null kv_count means dense.
+// query_blocks_per_list 2 promises that rows 2i and 2i + 1 of each (batch, head) hold the same
+// list (the selection of a policy with query_blocks_per_list 2 makes them so): the Hopper TMA
+// kernel then reads row 2i's list for both and loads each tile once; other kernels read each row.
 struct BlockList {
   const int* kv_idx = nullptr;
   const int* kv_count = nullptr;
   int max_k = 0;
+  int query_blocks_per_list = 1;
 };
 
 // Selection + attention for one step. `step_fraction` is the step's place in the schedule

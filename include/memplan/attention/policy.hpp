@@ -34,6 +34,12 @@ struct AttentionPolicy {
   double window_end = 1.0;
   std::int64_t min_tokens = 0;  // below this many tokens, run dense
   float coarse_gate = 1.0f;     // coarse mode: output = fine + coarse_gate * coarse
+  // Query blocks that share one key-block list: 1, a list per 64-token query block; 2, one list
+  // per pair of query blocks (2i, 2i + 1), chosen from the pair's averaged scores with both
+  // blocks' diagonal bands forced (the last block of an odd count alone). With 2 the Hopper
+  // kernel loads each kept K/V tile once for both blocks of a pair, as dense does: half the
+  // bytes a kept block costs, for a coarser selection.
+  int query_blocks_per_list = 1;
 };
 
 // Throws InvalidArgument naming the field and its value when the policy makes no sense.

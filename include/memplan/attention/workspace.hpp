@@ -15,6 +15,7 @@ inline constexpr std::size_t kWorkspaceAlignment = 256;
 
 struct WorkspaceLayout {
   int max_k = 0;                                         // capacity of one kv_idx row
+  int query_blocks_per_list = 1;                         // the policy's (policy.hpp)
   std::size_t pooled_q = 0, pooled_k = 0, pooled_v = 0;  // byte offsets
   std::size_t kv_idx = 0, kv_count = 0, coarse = 0;
   std::size_t bytes = 0;  // total; 0 for dense
