@@ -9,7 +9,7 @@
 // Usage: attention_bench [tokens...]   (default 8192 32768 75600)
 // ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma).
 // ATTENTION_BENCH_FULL_LIST=1 adds top-k 100 % (every block listed): the block-list path at dense's
-// work.
+// work. Modes named "/2" select one list per pair of query blocks (query_blocks_per_list 2).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -83,13 +83,16 @@ double median_ms(F&& launch, int reps) {
 
 struct Inputs {
   AttentionShape shape;
-  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *dense = nullptr;
+  // out: the launch's output; dense: the first path's dense output; sparse: the first path's
+  // output of the mode being timed.
+  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *dense = nullptr,
+                *sparse = nullptr;
   explicit Inputs(const AttentionShape& s) : shape(s) {
     const auto bytes = static_cast<std::size_t>(s.elements()) * 2;
-    for (auto** p : {&q, &k, &v, &out, &dense}) CHECK(cudaMalloc(p, bytes));
+    for (auto** p : {&q, &k, &v, &out, &dense, &sparse}) CHECK(cudaMalloc(p, bytes));
   }
   ~Inputs() {
-    for (auto* p : {q, k, v, out, dense}) cudaFree(p);
+    for (auto* p : {q, k, v, out, dense, sparse}) cudaFree(p);
   }
   void randomise(unsigned long long seed, bool smooth) {
     const long long n = shape.elements();
@@ -103,9 +106,14 @@ struct Inputs {
   [[nodiscard]] AttentionTensors tensors(bool to_dense = false) const {
     return {q, k, v, to_dense ? dense : out};
   }
-  [[nodiscard]] double error_vs_dense(double* sums) const {
+  void keep_sparse() const {
+    CHECK(cudaMemcpy(sparse, out, static_cast<std::size_t>(shape.elements()) * 2,
+                     cudaMemcpyDeviceToDevice));
+  }
+  [[nodiscard]] double error_vs_dense(double* sums) const { return error_vs(dense, sums); }
+  [[nodiscard]] double error_vs(const __nv_bfloat16* want, double* sums) const {
     CHECK(cudaMemset(sums, 0, 2 * sizeof(double)));
-    error_sums<<<1024, 256>>>(out, dense, shape.elements(), sums);
+    error_sums<<<1024, 256>>>(out, want, shape.elements(), sums);
     CHECK(cudaGetLastError());
     double host[2];
     CHECK(cudaMemcpy(host, sums, sizeof(host), cudaMemcpyDeviceToHost));
@@ -186,11 +194,18 @@ void run(std::int64_t tokens) {
       SparsityMode mode;
       float tau;
       float keep;
+      int query_blocks_per_list = 1;
     };
-    std::vector<Mode> modes{Mode{"topk10", SparsityMode::TopK, 0.0f, 10.0f},
-                            Mode{"tau1.0", SparsityMode::Tau, 1.0f, 0.0f},
-                            Mode{"tau1.5", SparsityMode::Tau, 1.5f, 0.0f},
-                            Mode{"tau2.0", SparsityMode::Tau, 2.0f, 0.0f}};
+    // Each mode with a list per query block, then (names ending "/2") one per pair of blocks.
+    std::vector<Mode> modes;
+    for (const int per_list : {1, 2}) {
+      const bool pair = per_list == 2;
+      modes.push_back(
+          Mode{pair ? "topk10/2" : "topk10", SparsityMode::TopK, 0.0f, 10.0f, per_list});
+      modes.push_back(Mode{pair ? "tau1.0/2" : "tau1.0", SparsityMode::Tau, 1.0f, 0.0f, per_list});
+      modes.push_back(Mode{pair ? "tau1.5/2" : "tau1.5", SparsityMode::Tau, 1.5f, 0.0f, per_list});
+      modes.push_back(Mode{pair ? "tau2.0/2" : "tau2.0", SparsityMode::Tau, 2.0f, 0.0f, per_list});
+    }
     // ATTENTION_BENCH_FULL_LIST=1: also every block listed (top-k 100 %), the block-list path at
     // dense's work: what the list path itself costs against the dense launch.
     if (const char* full = std::getenv("ATTENTION_BENCH_FULL_LIST");
@@ -202,6 +217,7 @@ void run(std::int64_t tokens) {
       policy.mode = m.mode;
       policy.tau = m.tau;
       if (m.keep > 0.0f) policy.keep_percent = m.keep;
+      policy.query_blocks_per_list = m.query_blocks_per_list;
       // Caps tau's workspace (rows above 30 % are rare); top-k 100 % needs every block.
       policy.max_keep_percent = std::max(30.0f, m.keep);
       const WorkspaceLayout layout = workspace_layout(shape, policy);
@@ -211,12 +227,19 @@ void run(std::int64_t tokens) {
       const double select_ms = median_ms(
           [&] { launch_selection(shape, in.tensors(), policy, workspace, layout.bytes, nullptr); },
           reps);
-      // Kept-block TFLOP/s of the flash kernel on each path (the lists are the same).
+      // Kept-block TFLOP/s of the flash kernel on each path (the lists are the same), and each
+      // later path's output against the first's.
       std::vector<double> attend(paths.size());
+      std::vector<double> vs_first(paths.size());
       for (std::size_t i = 0; i < paths.size(); ++i) {
         use_kernel(paths[i]);
         attend[i] = median_ms(
             [&] { launch_flash_forward(shape, in.tensors(), list, nullptr, 0.0f, nullptr); }, reps);
+        if (i == 0) {
+          in.keep_sparse();
+        } else {
+          vs_first[i] = in.error_vs(in.sparse, sums);
+        }
       }
       use_kernel(paths[0]);
       const double attend_ms = attend[0];
@@ -235,9 +258,12 @@ void run(std::int64_t tokens) {
           static_cast<double>(visited) * block_flops / attend_ms * 1e-9, total_ms,
           dense_ms / total_ms, error);
       for (std::size_t i = 1; i < paths.size(); ++i) {
-        std::printf("%-7s N=%-6lld %-8s attend [%-7s] %8.3f ms (%6.1f TFLOP/s kept)\n", kind,
-                    static_cast<long long>(tokens), m.name, paths[i].c_str(), attend[i],
-                    static_cast<double>(visited) * block_flops / attend[i] * 1e-9);
+        std::printf(
+            "%-7s N=%-6lld %-8s attend [%-7s] %8.3f ms (%6.1f TFLOP/s kept)  rel-L2 vs [%s] "
+            "%.2e\n",
+            kind, static_cast<long long>(tokens), m.name, paths[i].c_str(), attend[i],
+            static_cast<double>(visited) * block_flops / attend[i] * 1e-9, paths[0].c_str(),
+            vs_first[i]);
       }
       CHECK(cudaFree(workspace));
     }

@@ -3,7 +3,8 @@
 //
 // A CTA holds two consumer warpgroups (groups), each on its own 64-row query block, and a
 // producer warpgroup that gives its registers to the consumers. The groups share one K/V ring
-// (dense launches: every row's key list is the same) or have a ring each (block lists). The
+// when their key list is one (dense launches, and lists of a pair of query blocks: BlockList's
+// query_blocks_per_list 2, where both read the first block's row) or have a ring each. The
 // first thread of producer warp r loads the Q of ring r's groups, then for each key tile (KEYS /
 // 64 listed 64-token blocks side by side: any blocks of the row's list, each loaded on its own)
 // K and V with bulk-tensor copies (cp.async.bulk.tensor, 128B swizzle: the layout the wgmma
@@ -59,7 +60,8 @@ namespace {
 // The producer warpgroup keeps kProducerRegisters registers a thread and hands the rest to the
 // consumers (setmaxnreg), each consumer thread getting kConsumerRegisters.
 // A set-up (the Setup of TmaConfig) names:
-//   kSharedRing    one K/V ring for both groups (dense: every row's list is the same), else one
+//   kSharedRing    one K/V ring for both groups (dense, or a pair's list: one list for both), else
+//   one
 //                  ring per group, each on its own row's list;
 //   kKeys          keys per tile (1-3 listed 64-token blocks);
 //   kKStages, kVStages   stages of each ring's K and V tiles;
@@ -232,10 +234,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (!Cfg::kReleasePerWarp || lane == 0) mbar_arrive(empty);
   };
 
-  // The group's row: query block first_q_block + group.
+  // The group's row (query block first_q_block + group: its output, its coarse row), and the
+  // list of the keys it visits: with a shared ring the ring's, the first group's row.
   const int q_block = first_q_block + group;
   const FlashRow<kWgD> fr = row_of(q_block, cta_head, cta_batch);
-  const int tiles = tiles_of(q_block, fr);
+  const FlashRow<kWgD> keys = Cfg::kSharedRing ? row_of(first_q_block, cta_head, cta_batch) : fr;
+  const int tiles = tiles_of(q_block, keys);
   const std::uint32_t s_q = s_base + kWgQBytes * group;
 
   // Keys of each block slot of tile t that exist: 64, fewer for the last block of the
@@ -244,8 +248,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
     for (int b = 0; b < kPerTile; ++b) {
       const int i = t * kPerTile + b;
-      valid[b] = i < fr.count
-                     ? keys_in_block(static_cast<std::int64_t>(fr.key_block(i)) * 64, p.tokens)
+      valid[b] = i < keys.count
+                     ? keys_in_block(static_cast<std::int64_t>(keys.key_block(i)) * 64, p.tokens)
                      : 0;
     }
   };
@@ -360,9 +364,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
-// Dense: the groups share 192-key tiles (three listed blocks, S as wgmma m64n192k16; 2 stages,
-// 224 KB), Q read from shared memory (S and P of a tile take 144 of the consumers' 240
-// registers).
+// Dense, and block lists shared by the CTA's two query blocks (query_blocks_per_list 2): the
+// groups share 192-key tiles (three listed blocks, S as wgmma m64n192k16; 2 stages, 224 KB), Q
+// read from shared memory (S and P of a tile take 144 of the consumers' 240 registers). For
+// pair lists it beat a 128-key ring with Q in registers and 2 or 3 stages (565-583 kept-block
+// TFLOP/s against 533-553 for top-k 10 % at 75,600 tokens, H200, 2026-12-02).
 struct DenseSetup {
   static constexpr bool kSharedRing = true;
   static constexpr int kKeys = 192;
@@ -405,6 +411,10 @@ void launch(const FlashParams& params, cudaStream_t stream) {
 
 void run_flash_tma(const FlashParams& params, cudaStream_t stream) {
   if (params.kv_count == nullptr) {
+    launch<DenseTma>(params, stream);
+  } else if (params.query_blocks_per_list == 2) {
+    // One list per pair of query blocks: the CTA's two groups share it, so dense's set-up (one
+    // ring, 192-key tiles) serves it, each listed block loaded on its own.
     launch<DenseTma>(params, stream);
   } else {
     launch<SparseTma>(params, stream);

@@ -6,6 +6,8 @@
 //                forced columns, so the several passes of a rule cost no shared-memory round
 //                trips and few instructions: the common case (n <= 32 * kSlots);
 //   SharedRow:   the row read in place from shared memory, for longer rows.
+// Either may view the mean of two rows (a list shared by a pair of query blocks: the pair's
+// score is that of its mean pooled query), given the second row as `partner`.
 // Scores are read with -0 turned into +0, so that comparing floats orders them exactly as the
 // rank keys do. Also the warp reductions and the score <-> rank key maps the rules share.
 #pragma once
@@ -55,13 +57,19 @@ struct Column {
   [[nodiscard]] __device__ bool candidate() const { return valid && !forced; }
 };
 
+// Column j of a row, or of the mean of two rows.
+__device__ __forceinline__ float score_at(const float* scores, const float* partner, int j) {
+  return canonical(partner != nullptr ? 0.5f * (scores[j] + partner[j]) : scores[j]);
+}
+
 template <typename Forced>
 struct SharedRow {
   const float* scores;
+  const float* partner;  // null: the row alone
   int n;
   Forced forced;
 
-  [[nodiscard]] __device__ float first() const { return canonical(scores[0]); }
+  [[nodiscard]] __device__ float first() const { return score_at(scores, partner, 0); }
 
   template <typename Visit>
   __device__ __forceinline__ void each(Visit&& visit) const {
@@ -69,7 +77,7 @@ struct SharedRow {
     for (int base = 0; base < n; base += 32) {
       const int j = base + lane;
       const bool valid = j < n;
-      visit(Column{j, valid ? canonical(scores[j]) : 0.0f, valid, valid && forced(j)});
+      visit(Column{j, valid ? score_at(scores, partner, j) : 0.0f, valid, valid && forced(j)});
     }
   }
 };
@@ -82,13 +90,14 @@ struct RegisterRow {
   int n;
 
   template <typename Forced>
-  __device__ __forceinline__ RegisterRow(const float* scores, int columns, Forced forced)
+  __device__ __forceinline__ RegisterRow(const float* scores, const float* partner, int columns,
+                                         Forced forced)
       : n(columns) {
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < kSlots; ++i) {
       const int j = 32 * i + lane;
-      v[i] = j < n ? canonical(scores[j]) : 0.0f;
+      v[i] = j < n ? score_at(scores, partner, j) : 0.0f;
       if (j < n && forced(j)) forced_bits |= std::uint64_t{1} << i;
     }
   }

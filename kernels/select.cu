@@ -1,8 +1,9 @@
 // Block selection on the device. A CTA of 16 warps takes up to 32 consecutive query blocks
 // ("rows") of one (batch, head) and keeps all their scores in shared memory:
 // 1. scores s_j = mean(Q_row) . mean(K_j) / sqrt(d) on the tensor cores (block_scores.cuh);
-// 2. a warp per row, the row copied into registers (score_row.cuh; rows past 1,280 blocks are
-//    read from shared memory instead): mean and population std;
+// 2. a warp per list, the row copied into registers (score_row.cuh; rows past 1,280 blocks are
+//    read from shared memory instead): mean and population std. A list belongs to one query
+//    block, or to a pair (2i, 2i + 1) whose row is the mean of the two (query_blocks_per_list);
 // 3. the rule: threshold keeps s_j > mean + tau*std, capped at top_k; topk keeps the top_k. The
 //    k-th best score comes from topk_cut.cuh (a value histogram, then the boundary bin's few
 //    keys ranked exactly); ties at the boundary go to the lowest block index, so the result is
@@ -13,11 +14,13 @@
 // The scores of 32 rows fill most of shared memory, so a CTA is alone on its SM: 16 warps hide
 // the latency of both phases. Fixed shapes, no allocation, no host sync: capture-safe.
 #include <cstddef>
+#include <string>
 
 #include "block_scores.cuh"
 #include "launchers.hpp"
 #include "memplan/attention/policy.hpp"
 #include "memplan/cuda_check.hpp"
+#include "memplan/error.hpp"
 #include "score_row.cuh"
 #include "topk_cut.cuh"
 
@@ -82,7 +85,8 @@ struct TileLoad {
 // list and count. Every lane of the warp calls it.
 template <typename Row>
 __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row, bool dense_row,
-                                           int candidates, std::int64_t list_row, unsigned* hist) {
+                                           int candidates, std::int64_t list_row, int list_rows,
+                                           unsigned* hist) {
   const int n = row.n;
   const int lane = threadIdx.x % 32;
 
@@ -115,7 +119,8 @@ __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row
     if (k > 0 && !dense_row) topk_cut(row, k, hist, cut, ties);
   }
 
-  // 4-5. Ascending compaction by ballots: forced blocks, the rule's, every block of a dense row.
+  // 4-5. Ascending compaction by ballots: forced blocks, the rule's, every block of a dense row;
+  //      written to `list_rows` consecutive rows from list_row (the query blocks of the list).
   int* list = p.kv_idx + list_row * p.max_k;
   const unsigned below_me = (1u << lane) - 1u;
   int written = 0;
@@ -128,11 +133,14 @@ __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row
     ties_seen += __popc(tie_mask);
     const unsigned keep_mask = __ballot_sync(0xffffffffu, keep);
     const int slot = written + __popc(keep_mask & below_me);
-    if (keep && slot < p.max_k) list[slot] = col.j;
+    if (keep && slot < p.max_k) {
+      list[slot] = col.j;
+      if (list_rows == 2) list[p.max_k + slot] = col.j;
+    }
     written += __popc(keep_mask);
   });
   // A dense row reports every block (the attention kernel then ignores its list).
-  if (lane == 0) p.kv_count[list_row] = dense_row ? n : min(written, p.max_k);
+  if (lane < list_rows) p.kv_count[list_row + lane] = dense_row ? n : min(written, p.max_k);
 }
 
 template <int D>
@@ -158,34 +166,46 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
   scores::compute<D, kWarps>(fragments, p.pooled_k + head_row0 * D, n, rows, p.scale, scores_all);
   __syncthreads();  // every score written; the fragments' space becomes the histograms
 
-  // 2-5. A warp per row: rows warp and warp + 16.
+  // 2-5. A warp per list. One query block a list: the warp's rows are warp and warp + 16. A
+  //      list per pair: the warp's rows are its pair, 2 * warp and 2 * warp + 1 (a CTA's first
+  //      row is even, launch()), and the list is chosen once, on the first.
+  const bool pairs = p.query_blocks_per_list == 2;
+  auto row_of_slot = [&](int i) { return pairs ? 2 * warp + i : warp + kWarps * i; };
   unsigned* hist = reinterpret_cast<unsigned*>(smem) + warp * kBins;
   for (int i = lane; i < kBins; i += 32) hist[i] = 0u;
   __syncwarp();
   float inv_denominator[kRowsPerWarp];
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int r = warp + kWarps * i;
+    const int r = row_of_slot(i);
     inv_denominator[i] = 0.0f;
     if (q_first + r >= q_limit) continue;  // warp-uniform
     float* scores = scores_all + r * stride;
     const int q_block = q_first + r;
-    const std::int64_t list_row = head_row0 + q_block;
-    const int band_lo = max(0, q_block - kDiagonalRadius);
-    const int band_hi = min(n, q_block + kDiagonalRadius + 1);
-    auto forced = [&](int j) {
-      return static_cast<unsigned>(j - band_lo) < static_cast<unsigned>(band_hi - band_lo) ||
-             (j >= p.sink_key_begin && j < p.sink_key_end);
-    };
-    const bool dense_row = q_block >= p.sink_query_begin && q_block < p.sink_query_end;
-    // Candidates = blocks not forced: n minus |diagonal band u sink range|, by interval sizes.
-    const int overlap = max(0, min(band_hi, p.sink_key_end) - max(band_lo, p.sink_key_begin));
-    const int candidates = n - (band_hi - band_lo) - (p.sink_key_end - p.sink_key_begin) + overlap;
-    if (n <= 32 * kSlots) {
-      select_row(p, RegisterRow<kSlots>(scores, n, forced), dense_row, candidates, list_row, hist);
-    } else {
-      select_row(p, SharedRow<decltype(forced)>{scores, n, forced}, dense_row, candidates, list_row,
-                 hist);
+    if (!pairs || i == 0) {
+      // The list's query blocks: q_block, and its pair's second when it has one.
+      const int list_rows = pairs && q_block + 1 < q_limit ? 2 : 1;
+      const int last_block = q_block + list_rows - 1;
+      const std::int64_t list_row = head_row0 + q_block;
+      const int band_lo = max(0, q_block - kDiagonalRadius);
+      const int band_hi = min(n, last_block + kDiagonalRadius + 1);
+      auto forced = [&](int j) {
+        return static_cast<unsigned>(j - band_lo) < static_cast<unsigned>(band_hi - band_lo) ||
+               (j >= p.sink_key_begin && j < p.sink_key_end);
+      };
+      const bool dense_row = last_block >= p.sink_query_begin && q_block < p.sink_query_end;
+      // Candidates = blocks not forced: n minus |diagonal band u sink range|, by interval sizes.
+      const int overlap = max(0, min(band_hi, p.sink_key_end) - max(band_lo, p.sink_key_begin));
+      const int candidates =
+          n - (band_hi - band_lo) - (p.sink_key_end - p.sink_key_begin) + overlap;
+      const float* partner = list_rows == 2 ? scores + stride : nullptr;
+      if (n <= 32 * kSlots) {
+        select_row(p, RegisterRow<kSlots>(scores, partner, n, forced), dense_row, candidates,
+                   list_row, list_rows, hist);
+      } else {
+        select_row(p, SharedRow<decltype(forced)>{scores, partner, n, forced}, dense_row,
+                   candidates, list_row, list_rows, hist);
+      }
     }
 
     if (p.coarse != nullptr) {  // softmax weights in place of the scores, for step 6
@@ -226,7 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
       for (int e = 0; e < kPerLane; ++e) v[e] = v_tile[jj * S + lane * kPerLane + e];
 #pragma unroll
       for (int i = 0; i < kRowsPerWarp; ++i) {
-        const int r = warp + kWarps * i;
+        const int r = row_of_slot(i);
         if (q_first + r >= q_limit) continue;
         const float w = scores_all[r * stride + first + jj];
 #pragma unroll
@@ -236,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
   }
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int r = warp + kWarps * i;
+    const int r = row_of_slot(i);
     if (q_first + r >= q_limit) continue;
     float* dst = p.coarse + (head_row0 + q_first + r) * D + lane * kPerLane;
 #pragma unroll
@@ -252,6 +272,15 @@ void launch(const SelectParams& params, cudaStream_t stream) {
       sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks));
   int rows = static_cast<int>((kSmemLimit - fixed) / per_row);
   rows = rows < 1 ? 1 : (rows > kRowTile ? kRowTile : rows);
+  if (params.query_blocks_per_list == 2) {
+    // A CTA takes whole pairs. Two rows fit up to ~24,000 blocks of head_dim 128, far above
+    // the longest sequence a shape may have (policy.cpp), so this cannot fire for a valid shape.
+    if (rows < 2) {
+      throw InvalidArgument("attention selection: a row of " + std::to_string(params.blocks) +
+                            " blocks leaves no room for a pair's two rows");
+    }
+    rows -= rows % 2;
+  }
   const std::size_t smem = fixed + per_row * static_cast<std::size_t>(rows);
   MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(
       &select_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
