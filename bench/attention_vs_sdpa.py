@@ -3,7 +3,8 @@
 
 [batch 1, N tokens, 24 heads, head_dim 128] bf16, random inputs, N = 32768 / 75600 / 169000 by
 default. Backends: SDPA flash, SDPA cuDNN, and memplan (memplan.attention) dense, top-k 10 % and
-tau 1.5 on each Hopper path of MEMPLAN_ATTENTION_KERNEL (tma: the TMA kernel, flash_tma.cu, the
+tau 1.5 (each with a key-block list per query block, and with one per pair of query blocks: the
+modes named "/2", query_blocks_per_list 2) on each Hopper path of MEMPLAN_ATTENTION_KERNEL (tma: the TMA kernel, flash_tma.cu, the
 default; wgmma: the cp.async wgmma kernel, flash_wgmma.cu), the variable set before each call
 (the library reads it at every launch). Each backend is timed with CUDA events around single calls (median of repeats
 after warm-up); the whole set runs `--rounds` times, the order of the backends reversed every
@@ -78,14 +79,22 @@ def pooled(x):
     return (sums / counts).permute(1, 0, 2).contiguous()
 
 
-def visited_blocks(q, k, mode, keep_percent=10.0, tau=1.5):
-    """Key blocks the library's rule keeps, summed over (head, query block) rows."""
+def visited_blocks(q, k, mode, keep_percent=10.0, tau=1.5, query_blocks_per_list=1):
+    """Key blocks the library's rule keeps, summed over (head, query block) rows. With
+    query_blocks_per_list 2 a list serves the pair (2i, 2i + 1): chosen on the mean of the two
+    rows' scores with both diagonal bands kept, and counted once for each block of the pair."""
     pq, pk = pooled(q), pooled(k)
     n = pq.shape[1]
+    per = query_blocks_per_list
+    lists = (n + per - 1) // per
+    first = torch.arange(lists, device=q.device) * per  # each list's first query block
+    last = torch.clamp(first + per - 1, max=n - 1)
     total = 0
     for h in range(pq.shape[0]):  # a head at a time: n x n scores
         scores = pq[h] @ pk[h].T
-        keep = torch.zeros(n, n, dtype=torch.bool, device=q.device)
+        if per == 2:  # a lone last block (odd n) keeps its own row
+            scores = (scores[first] + scores[last]) / 2
+        keep = torch.zeros(lists, n, dtype=torch.bool, device=q.device)
         if mode == "topk":
             top = scores.topk(percent_of(keep_percent, n), dim=1).indices
             keep.scatter_(1, top, True)
@@ -100,12 +109,12 @@ def visited_blocks(q, k, mode, keep_percent=10.0, tau=1.5):
                 best = torch.zeros_like(keep).scatter_(1, top, True)
                 above = torch.where(capped[:, None], best, above)
             keep |= above
-        rows = torch.arange(n, device=q.device)
-        for offset in range(-DIAGONAL_RADIUS, DIAGONAL_RADIUS + 1):
-            cols = rows + offset
-            ok = (cols >= 0) & (cols < n)
+        rows = torch.arange(lists, device=q.device)
+        for offset in range(-DIAGONAL_RADIUS, DIAGONAL_RADIUS + per):
+            cols = first + offset
+            ok = (cols >= 0) & (cols < n) & (cols <= last + DIAGONAL_RADIUS)
             keep[rows[ok], cols[ok]] = True
-        total += int(keep.sum())
+        total += int((keep.sum(1) * (last - first + 1)).sum())
     return total
 
 
@@ -151,7 +160,15 @@ def main():
                                                          max_keep_percent=TAU_CAP_PERCENT,
                                                          window=(0.0, 1.0)),
             }
-            kept = {"topk10": visited_blocks(q, k, "topk"), "tau1.5": visited_blocks(q, k, "tau")}
+            # "/2": one list per pair of query blocks (query_blocks_per_list 2).
+            policies["topk10/2"] = memplan.torch.attention_policy(
+                mode="topk", keep_percent=10.0, window=(0.0, 1.0), query_blocks_per_list=2)
+            policies["tau1.5/2"] = memplan.torch.attention_policy(
+                mode="tau", tau=1.5, max_keep_percent=TAU_CAP_PERCENT, window=(0.0, 1.0),
+                query_blocks_per_list=2)
+            kept = {"topk10": visited_blocks(q, k, "topk"), "tau1.5": visited_blocks(q, k, "tau"),
+                    "topk10/2": visited_blocks(q, k, "topk", query_blocks_per_list=2),
+                    "tau1.5/2": visited_blocks(q, k, "tau", query_blocks_per_list=2)}
             for path in paths:
                 for mode, policy in policies.items():
                     def run(path=path, policy=policy, step=f"attention-{n}-{mode}-{path}"):

@@ -48,6 +48,17 @@ void check_sinks(const AttentionShape& shape, const AttentionPolicy& policy) {
   }
 }
 
+// A pair's two score rows must fit one selection CTA's shared memory.
+void check_pairs_fit(const AttentionShape& shape, const AttentionPolicy& policy) {
+  if (policy.query_blocks_per_list == 2 &&
+      detail::select_rows_per_cta(shape.blocks(), shape.head_dim, 2) < 2) {
+    throw InvalidArgument(
+        fmt::format("attention: query_blocks_per_list = 2 needs two rows of {} block scores in one "
+                    "selection CTA's shared memory, which {} tokens at head_dim {} exceed; use 1",
+                    shape.blocks(), shape.tokens, shape.head_dim));
+  }
+}
+
 void check_workspace(const WorkspaceLayout& layout, const void* workspace, std::size_t size) {
   if (layout.bytes == 0) return;
   check_pointer(workspace, kWorkspaceAlignment, "workspace");
@@ -140,6 +151,7 @@ void launch_selection(const AttentionShape& shape, const AttentionTensors& tenso
         fmt::format("attention: selection needs a sparse mode, not {}", to_string(policy.mode)));
   }
   check_sinks(shape, policy);
+  check_pairs_fit(shape, policy);
   check_workspace(layout, workspace, workspace_size);
   if (shape.rows() > INT32_MAX) {
     throw InvalidArgument(
@@ -190,6 +202,7 @@ SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensor
 
   detail::FlashParams params = flash_params(shape, tensors);
   if (traits(mode).selects_blocks()) {
+    check_pairs_fit(shape, policy);
     select_unchecked(shape, tensors, policy, layout, workspace, stream);
     const BlockList blocks = workspace_block_list(layout, workspace);
     params.kv_idx = blocks.kv_idx;

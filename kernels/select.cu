@@ -13,6 +13,7 @@
 // 6. coarse mode: each row's softmax over its scores times pooled V, V tiles shared by the CTA.
 // The scores of 32 rows fill most of shared memory, so a CTA is alone on its SM: 16 warps hide
 // the latency of both phases. Fixed shapes, no allocation, no host sync: capture-safe.
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -265,23 +266,25 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
 }
 
 template <int D>
-void launch(const SelectParams& params, cudaStream_t stream) {
+int rows_per_cta(int blocks, int query_blocks_per_list) {
   static_assert(kRowsPerWarp * kWarps == kRowTile, "each warp owns whole rows");
-  const std::size_t fixed = fixed_smem_bytes<D>();
-  const std::size_t per_row =
-      sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks));
-  int rows = static_cast<int>((kSmemLimit - fixed) / per_row);
-  rows = rows < 1 ? 1 : (rows > kRowTile ? kRowTile : rows);
-  if (params.query_blocks_per_list == 2) {
-    // A CTA takes whole pairs. Two rows fit up to ~24,000 blocks of head_dim 128, far above
-    // the longest sequence a shape may have (policy.cpp), so this cannot fire for a valid shape.
-    if (rows < 2) {
-      throw InvalidArgument("attention selection: a row of " + std::to_string(params.blocks) +
-                            " blocks leaves no room for a pair's two rows");
-    }
-    rows -= rows % 2;
+  const std::size_t per_row = sizeof(float) * static_cast<std::size_t>(scores::row_stride(blocks));
+  const int rows = static_cast<int>(
+      std::min<std::size_t>((kSmemLimit - fixed_smem_bytes<D>()) / per_row, kRowTile));
+  if (query_blocks_per_list == 2) return rows - rows % 2;  // whole pairs
+  return std::max(rows, 1);
+}
+
+template <int D>
+void launch(const SelectParams& params, cudaStream_t stream) {
+  const int rows = rows_per_cta<D>(params.blocks, params.query_blocks_per_list);
+  if (rows < 1) {  // launch.cpp checks it first: select_rows_per_cta
+    throw InvalidArgument("attention selection: a row of " + std::to_string(params.blocks) +
+                          " blocks leaves no room for a pair's two rows");
   }
-  const std::size_t smem = fixed + per_row * static_cast<std::size_t>(rows);
+  const std::size_t smem =
+      fixed_smem_bytes<D>() +
+      sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks)) * rows;
   MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(
       &select_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   const int heads_total = params.rows / params.blocks;
@@ -292,6 +295,11 @@ void launch(const SelectParams& params, cudaStream_t stream) {
 }
 
 }  // namespace
+
+int select_rows_per_cta(int blocks, int head_dim, int query_blocks_per_list) {
+  return head_dim == 64 ? rows_per_cta<64>(blocks, query_blocks_per_list)
+                        : rows_per_cta<128>(blocks, query_blocks_per_list);
+}
 
 void run_select(const SelectParams& params, cudaStream_t stream) {
   if (params.head_dim == 64) {

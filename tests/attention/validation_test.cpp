@@ -47,6 +47,46 @@ TEST(AttentionValidation, UnknownKernelChoiceIsAnErrorNamingIt) {
   }
 }
 
+// One list per pair of query blocks needs the pair's two score rows in one selection CTA: past
+// ~1.5 M tokens at head_dim 128 they do not fit, which is an error naming the option, before any
+// launch (1 list per block still runs there).
+TEST(AttentionValidation, PairListsTooLongForTheSelectionAreAnErrorNamingTheOption) {
+  Args a;
+  a.shape = AttentionShape{1, std::int64_t{kMaxBlocks} * 64, 1, 128};
+  a.policy.query_blocks_per_list = 2;
+  a.workspace_size = workspace_bytes(a.shape, a.policy);
+  for (const bool selection_only : {false, true}) {
+    try {
+      if (selection_only) {
+        launch_selection(a.shape, a.tensors, a.policy, a.workspace, a.workspace_size, nullptr);
+      } else {
+        a.launch();
+      }
+      FAIL() << "pair lists of " << a.shape.tokens << " tokens were accepted";
+    } catch (const InvalidArgument& error) {
+      EXPECT_NE(std::string(error.what()).find("query_blocks_per_list = 2"), std::string::npos)
+          << error.what();
+    }
+  }
+}
+
+TEST(AttentionValidation, BlockListQueryBlocksPerListIsOneOrTwo) {
+  const Args a;
+  for (const int per_list : {0, 3, -1}) {
+    const BlockList list{static_cast<const int*>(fake(0x60000)),
+                         static_cast<const int*>(fake(0x70000)), 8, per_list};
+    try {
+      launch_flash_forward(a.shape, a.tensors, list, nullptr, 0.0f, nullptr);
+      FAIL() << "query_blocks_per_list = " << per_list << " was accepted";
+    } catch (const InvalidArgument& error) {
+      EXPECT_NE(
+          std::string(error.what()).find("query_blocks_per_list = " + std::to_string(per_list)),
+          std::string::npos)
+          << error.what();
+    }
+  }
+}
+
 TEST(AttentionValidation, RejectsNullAndMisalignedTensors) {
   Args a;
   a.tensors.k = nullptr;
