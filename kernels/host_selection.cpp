@@ -1,6 +1,7 @@
 // The host reference selection (host_selection.hpp). It follows select.cu step by step, in double
 // precision: the threshold rule's cut from the row's mean and std over every block, the switch to
 // the top-k rule when more candidates pass than the cap, ties at the boundary to the lower index.
+// A list shared by a pair of query blocks is the same rule on the pair's mean scores.
 #include "memplan/attention/host_selection.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <string>
 
 #include "memplan/attention/workspace.hpp"
 #include "memplan/error.hpp"
@@ -81,8 +83,43 @@ std::vector<double> block_scores(const AttentionShape& shape, std::span<const do
   return scores;
 }
 
+BlockRange list_queries(const AttentionPolicy& policy, int q_block, int blocks) {
+  validate(policy);
+  if (q_block < 0 || q_block >= blocks) {
+    throw InvalidArgument(fmt::format("attention host selection: query block {} is outside [0, {})",
+                                      q_block, blocks));
+  }
+  const int per = policy.query_blocks_per_list;
+  const int first = q_block / per * per;
+  return {first, std::min(first + per, blocks)};
+}
+
 bool forced_block(const AttentionPolicy& policy, int q_block, int key) {
-  return std::abs(key - q_block) <= kDiagonalRadius || policy.sink_keys.contains(key);
+  return forced_block(policy, BlockRange{q_block, q_block + 1}, key);
+}
+
+bool forced_block(const AttentionPolicy& policy, BlockRange queries, int key) {
+  const bool in_band =
+      key >= queries.begin - kDiagonalRadius && key <= queries.end - 1 + kDiagonalRadius;
+  return in_band || policy.sink_keys.contains(key);
+}
+
+std::vector<double> list_scores(std::span<const double> head_scores, BlockRange queries) {
+  const auto n = static_cast<std::size_t>(std::sqrt(static_cast<double>(head_scores.size())));
+  if (n * n != head_scores.size() || queries.empty() || queries.begin < 0 ||
+      static_cast<std::size_t>(queries.end) > n) {
+    throw InvalidArgument(fmt::format(
+        "attention host selection: query blocks [{}, {}) of a head's {} scores, which must be a "
+        "square [blocks, blocks] holding them",
+        queries.begin, queries.end, head_scores.size()));
+  }
+  std::vector<double> mean(n, 0.0);
+  for (int q = queries.begin; q < queries.end; ++q) {
+    const std::span<const double> row = head_scores.subspan(static_cast<std::size_t>(q) * n, n);
+    for (std::size_t j = 0; j < n; ++j) mean[j] += row[j];
+  }
+  for (double& s : mean) s /= static_cast<double>(queries.size());
+  return mean;
 }
 
 RowStats row_stats(std::span<const double> scores) {
@@ -98,15 +135,23 @@ RowStats row_stats(std::span<const double> scores) {
 
 std::vector<int> select_row(const AttentionPolicy& policy, int q_block,
                             std::span<const double> scores) {
+  return select_list(policy, BlockRange{q_block, q_block + 1}, scores);
+}
+
+std::vector<int> select_list(const AttentionPolicy& policy, BlockRange queries,
+                             std::span<const double> scores) {
   const int n = static_cast<int>(scores.size());
-  if (traits(policy.mode).rule == SelectionRule::None || policy.sink_queries.contains(q_block)) {
+  // A sink query among the list's query blocks needs every key block, so the list has them all.
+  const bool sink_query = std::max(queries.begin, policy.sink_queries.begin) <
+                          std::min(queries.end, policy.sink_queries.end);
+  if (traits(policy.mode).rule == SelectionRule::None || sink_query) {
     std::vector<int> every(static_cast<std::size_t>(n));
     std::iota(every.begin(), every.end(), 0);
     return every;
   }
   std::vector<int> forced;
   for (int j = 0; j < n; ++j) {
-    if (forced_block(policy, q_block, j)) forced.push_back(j);
+    if (forced_block(policy, queries, j)) forced.push_back(j);
   }
   return select_with_forced(policy, scores, forced);
 }
@@ -150,21 +195,35 @@ std::vector<int> select_with_forced(const AttentionPolicy& policy, std::span<con
 void select_blocks(const AttentionShape& shape, const AttentionPolicy& policy,
                    std::span<const double> scores, std::span<int> idx, std::span<int> count,
                    int max_k) {
+  validate(policy);
   const auto rows = static_cast<std::size_t>(shape.rows());
   const int n = shape.blocks();
+  const auto head_size = static_cast<std::size_t>(n) * n;
   check_size("the scores", scores.size(), rows * n);
   check_size("kv_idx", idx.size(), rows * max_k);
   check_size("kv_count", count.size(), rows);
   for (std::size_t row = 0; row < rows; ++row) {
     const int q_block = static_cast<int>(row % n);
-    const std::vector<int> kept = select_row(policy, q_block, scores.subspan(row * n, n));
+    const BlockRange queries = list_queries(policy, q_block, n);
+    // The list's later rows repeat the one its first row chose.
+    if (q_block != queries.begin) {
+      const std::size_t first = row - static_cast<std::size_t>(q_block - queries.begin);
+      std::copy_n(idx.begin() + static_cast<std::ptrdiff_t>(first * max_k),
+                  std::min(count[first], max_k),
+                  idx.begin() + static_cast<std::ptrdiff_t>(row * max_k));
+      count[row] = count[first];
+      continue;
+    }
+    const std::span<const double> head = scores.subspan(row / n * head_size, head_size);
+    const std::vector<int> kept = select_list(policy, queries, list_scores(head, queries));
     const int size = static_cast<int>(kept.size());
     // A row of every block (sink query, dense mode) reads as dense by its count alone.
     if (size > max_k && size < n) {
-      throw InvalidArgument(
-          fmt::format("attention host selection: query block {} keeps {} key "
-                      "blocks, more than max_k = {}",
-                      q_block, size, max_k));
+      const std::string who = queries.size() == 1 ? fmt::format("query block {} keeps", q_block)
+                                                  : fmt::format("query blocks {} to {} keep",
+                                                                queries.begin, queries.end - 1);
+      throw InvalidArgument(fmt::format(
+          "attention host selection: {} {} key blocks, more than max_k = {}", who, size, max_k));
     }
     std::copy_n(kept.begin(), std::min(size, max_k),
                 idx.begin() + static_cast<std::ptrdiff_t>(row * max_k));

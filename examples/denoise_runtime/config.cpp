@@ -93,6 +93,12 @@ void add_options(CLI::App& app, Config& c) {
          "sparse attention for step fractions in [A, B]")
       ->type_name("A:B")
       ->default_str("0.2:1.0");
+  app.add_option(
+         "--query-blocks-per-list", c.query_blocks_per_list,
+         "sparse attention: 1, a key-block list per 64-token query block; 2, one list per "
+         "pair of query blocks, chosen from their mean scores with both diagonal bands kept")
+      ->check(CLI::Range(1, 2))
+      ->default_str("1");
   app.add_option("--second-tokens", c.second_tokens, "second pass at N tokens (0: none)");
   app.add_option("--second-steps", c.second_steps, "denoise steps of the second pass");
   choice(app, "--rope-cache", c.rope, {{"paused", RopeCache::Paused}, {"rogue", RopeCache::Rogue}},

@@ -233,8 +233,8 @@ class CpuOps final : public Ops {
 
   // The GPU's selection under the GPU's policy, by memplan's host reference: pooled block means
   // of Q and K (kept in the workspace, as the GPU keeps them), block scores, and per (head, query
-  // block) the forced blocks plus those the tau rule keeps, ascending.
-  static void select(const void* q, const void* k, void* ws, const Dims& d, const SparseLayout& l) {
+  // block, or pair of them) the forced blocks plus those the tau rule keeps, ascending.
+  void select(const void* q, const void* k, void* ws, const Dims& d, const SparseLayout& l) const {
     namespace attn = memplan::attention;
     const attn::AttentionShape shape = shape_of(d);
     const auto elements = static_cast<std::size_t>(shape.elements());
@@ -244,7 +244,7 @@ class CpuOps final : public Ops {
     auto* base = static_cast<std::byte*>(ws);
     std::copy(pooled_q.begin(), pooled_q.end(), reinterpret_cast<float*>(base + l.pooled_q));
     std::copy(pooled_k.begin(), pooled_k.end(), reinterpret_cast<float*>(base + l.pooled_k));
-    attn::select_blocks(shape, attention_policy(Attn::Sparse),
+    attn::select_blocks(shape, attention_policy(Attn::Sparse, query_blocks_per_list()),
                         attn::block_scores(shape, pooled_q, pooled_k),
                         {reinterpret_cast<int*>(base + l.idx), rows * l.n},
                         {reinterpret_cast<int*>(base + l.count), rows}, l.n);

@@ -179,7 +179,8 @@ class GpuOps final : public Ops {
   std::string name() const override { return "cuBLAS bf16 + memplan attention"; }
   std::size_t act_bytes() const override { return 2; }
   std::size_t attention_workspace(const Dims& d, Attn attn) const override {
-    return memplan::attention::workspace_bytes(shape(d), attention_policy(attn));
+    return memplan::attention::workspace_bytes(shape(d),
+                                               attention_policy(attn, query_blocks_per_list()));
   }
 
   void* alloc_fixed(std::size_t bytes) override {
@@ -261,8 +262,9 @@ class GpuOps final : public Ops {
   }
   void attention(void* out, const void* q, const void* k, const void* v, void* ws,
                  std::size_t ws_bytes, const Dims& d, Attn attn, Stream s) override {
-    (void)memplan::attention::launch_attention(shape(d), {q, k, v, out}, attention_policy(attn),
-                                               0.5, ws, ws_bytes, on(s));
+    (void)memplan::attention::launch_attention(shape(d), {q, k, v, out},
+                                               attention_policy(attn, query_blocks_per_list()), 0.5,
+                                               ws, ws_bytes, on(s));
   }
   void gelu(void* x, std::int64_t n, Stream s) override {
     gelu_kernel<<<grid(n), 256, 0, on(s)>>>(static_cast<bf16*>(x), n);

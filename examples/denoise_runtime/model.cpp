@@ -28,6 +28,7 @@ class Model::Resident final : public BlockSource {
 };
 
 Model::Model(const Config& config, Ops& ops) : config_(config), ops_(ops) {
+  ops.set_query_blocks_per_list(config.query_blocks_per_list);
   const Stream s{};
   const int h = config.hidden();
   const std::size_t hh = static_cast<std::size_t>(h) * static_cast<std::size_t>(h);

@@ -36,6 +36,10 @@ class Ops {
   // Bytes of one activation element (2 for bf16 on the GPU, 4 for float on the CPU).
   [[nodiscard]] virtual std::size_t act_bytes() const = 0;
   [[nodiscard]] virtual std::size_t attention_workspace(const Dims& dims, Attn attn) const = 0;
+  // Query blocks sharing one key-block list in sparse attention (attention_policy.hpp): 1 or 2.
+  // The model sets it from its configuration; it holds for every later op.
+  void set_query_blocks_per_list(int blocks) { query_blocks_per_list_ = blocks; }
+  [[nodiscard]] int query_blocks_per_list() const { return query_blocks_per_list_; }
 
   // Memory outside the compared step memory: weights, latents, schedules (plain allocations).
   [[nodiscard]] virtual void* alloc_fixed(std::size_t bytes) = 0;
@@ -83,6 +87,9 @@ class Ops {
   // unpacking around the sequence-parallel all_to_alls (token shards <-> head shards).
   virtual void transpose_blocks(void* dst, const void* src, std::int64_t a, std::int64_t b,
                                 std::size_t chunk_bytes, Stream s) = 0;
+
+ private:
+  int query_blocks_per_list_ = 1;
 };
 
 }  // namespace denoise

@@ -74,6 +74,7 @@ class AttentionPolicy(ctypes.Structure):
         ("window_end", ctypes.c_double),
         ("min_tokens", ctypes.c_int64),
         ("coarse_gate", ctypes.c_float),
+        ("query_blocks_per_list", ctypes.c_int),  # 0 (as left unset) means 1
     ]
 
 

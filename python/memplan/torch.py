@@ -99,15 +99,17 @@ def warm_up(stream=None, device=None):
 
 def attention_policy(mode="tau", tau=1.5, keep_percent=10.0, max_keep_percent=100.0,
                      sink_keys=(0, 0), sink_queries=(0, 0), window=(0.2, 1.0), min_tokens=0,
-                     coarse_gate=1.0):
+                     coarse_gate=1.0, query_blocks_per_list=1):
     """A block-sparse attention policy (memplan::attention::AttentionPolicy); blocks are 64
-    tokens, sparse only for step fractions inside `window`."""
+    tokens, sparse only for step fractions inside `window`. `query_blocks_per_list` 2 shares one
+    key-block list between the query blocks 2i and 2i + 1 (chosen from their mean scores with both
+    diagonal bands forced); 1, the default, gives each query block its own."""
     if mode not in ATTENTION_MODES:
         raise ValueError(f"attention mode {mode!r} is not one of {', '.join(ATTENTION_MODES)}")
     return _library.AttentionPolicy(
         ATTENTION_MODES.index(mode), tau, keep_percent, max_keep_percent, sink_keys[0],
         sink_keys[1], sink_queries[0], sink_queries[1], window[0], window[1], min_tokens,
-        coarse_gate)
+        coarse_gate, query_blocks_per_list)
 
 
 def attention_workspace_bytes(batch, tokens, heads, head_dim, policy=None):

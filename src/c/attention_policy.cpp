@@ -19,16 +19,19 @@ attention::AttentionPolicy to_policy(const memplan_torch_attention_policy* c) {
                     "coarse)",
                     c->mode, attention::kModeTraits.size() - 1));
   }
-  attention::AttentionPolicy policy{.mode = static_cast<attention::SparsityMode>(c->mode),
-                                    .tau = c->tau,
-                                    .keep_percent = c->keep_percent,
-                                    .max_keep_percent = c->max_keep_percent,
-                                    .sink_keys = {c->sink_keys_begin, c->sink_keys_end},
-                                    .sink_queries = {c->sink_queries_begin, c->sink_queries_end},
-                                    .window_start = c->window_start,
-                                    .window_end = c->window_end,
-                                    .min_tokens = c->min_tokens,
-                                    .coarse_gate = c->coarse_gate};
+  attention::AttentionPolicy policy{
+      .mode = static_cast<attention::SparsityMode>(c->mode),
+      .tau = c->tau,
+      .keep_percent = c->keep_percent,
+      .max_keep_percent = c->max_keep_percent,
+      .sink_keys = {c->sink_keys_begin, c->sink_keys_end},
+      .sink_queries = {c->sink_queries_begin, c->sink_queries_end},
+      .window_start = c->window_start,
+      .window_end = c->window_end,
+      .min_tokens = c->min_tokens,
+      .coarse_gate = c->coarse_gate,
+      // 0, a zero-initialised struct's, is the default.
+      .query_blocks_per_list = c->query_blocks_per_list == 0 ? 1 : c->query_blocks_per_list};
   attention::validate(policy);
   return policy;
 }

@@ -193,8 +193,8 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
         }
         scores[static_cast<std::size_t>(j)] = dot * scale;
       }
-      EXPECT_EQ(check_selection_row(policy, q_block, blocks, scores.data(), idx.data(), count,
-                                    layout.max_k),
+      EXPECT_EQ(check_selection_row(policy, BlockRange{q_block, q_block + 1}, blocks, scores.data(),
+                                    idx.data(), count, layout.max_k),
                 "");
     }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "memplan/attention/policy.hpp"
 #include "memplan/attention/shape.hpp"
@@ -43,6 +44,22 @@ TEST(AttentionPolicy, ErrorNamesTheField) {
     FAIL() << "no throw";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("keep_percent = 250"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AttentionPolicy, QueryBlocksPerListIsOneOrTwo) {
+  AttentionPolicy p;
+  p.query_blocks_per_list = 2;
+  EXPECT_NO_THROW(validate(p));
+  for (const int bad : {0, 3, -1}) {
+    p.query_blocks_per_list = bad;
+    try {
+      validate(p);
+      ADD_FAILURE() << bad << ": no throw";
+    } catch (const InvalidArgument& e) {
+      const std::string want = "query_blocks_per_list = " + std::to_string(bad);
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
   }
 }
 

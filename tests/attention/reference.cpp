@@ -121,11 +121,13 @@ std::vector<double> reference_coarse(const AttentionShape& shape, const std::vec
   return out;
 }
 
-std::string check_selection_row(const AttentionPolicy& policy, int q_block, int blocks,
+std::string check_selection_row(const AttentionPolicy& policy, BlockRange queries, int blocks,
                                 const double* scores, const int* idx, int count, int max_k) {
   std::ostringstream why;
   const int top_k = rule_blocks(policy, blocks);
-  if (policy.sink_queries.contains(q_block)) {
+  bool sink_query = false;
+  for (int q = queries.begin; q < queries.end; ++q) sink_query |= policy.sink_queries.contains(q);
+  if (sink_query) {
     if (count != blocks) why << "sink query row has count " << count << ", want " << blocks;
     for (int i = 0; i < std::min(max_k, blocks) && why.str().empty(); ++i) {
       if (idx[i] != i) why << "sink query row entry " << i << " is " << idx[i];
@@ -144,7 +146,7 @@ std::string check_selection_row(const AttentionPolicy& policy, int q_block, int 
     }
     in[static_cast<std::size_t>(idx[i])] = 1;
   }
-  auto forced = [&](int j) { return forced_block(policy, q_block, j); };
+  auto forced = [&](int j) { return forced_block(policy, queries, j); };
   const RowStats st = row_stats({scores, static_cast<std::size_t>(blocks)});
   const double tol = 1e-3 * st.std + 1e-9;
   int kept = 0;

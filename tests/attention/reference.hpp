@@ -43,10 +43,12 @@ std::vector<float> reference_attention(const AttentionShape& shape, const Tensor
 std::vector<double> reference_coarse(const AttentionShape& shape, const std::vector<double>& scores,
                                      const std::vector<double>& vbar);
 
-// Checks one device row against the rule of the policy's mode (its count from rule_blocks: the
-// top-k count, or the threshold rule's cap). Returns an empty string when it conforms, else what
-// is wrong.
-std::string check_selection_row(const AttentionPolicy& policy, int q_block, int blocks,
+// Checks one device row, the list of query blocks `queries` (one block, or the pair sharing it:
+// list_queries), against the rule of the policy's mode (its count from rule_blocks: the top-k
+// count, or the threshold rule's cap) on `scores`, the list's scores over the row's `blocks` key
+// blocks (list_scores: a single block's own row). Returns an empty string when it conforms, else
+// what is wrong.
+std::string check_selection_row(const AttentionPolicy& policy, BlockRange queries, int blocks,
                                 const double* scores, const int* idx, int count, int max_k);
 
 // Relative L2 error ||got - want|| / ||want||; NaN in `got` gives +inf.

@@ -3,6 +3,8 @@
 // then the output against the double reference restricted to that list (plus the coarse branch).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,17 +37,32 @@ AttentionPolicy make(SparsityMode mode, float tau, float keep, float cap, BlockR
   return p;
 }
 
-// Checks each block-list row against the CPU rule on the reference scores; reports up to five
-// bad rows.
+// Checks each block-list row against the CPU rule on the reference scores: a list's first row on
+// the list's scores (a pair's mean row, list_scores), the pair's second row identical to its
+// first; reports up to five bad rows.
 void expect_lists_follow_rule(const AttentionShape& shape, const AttentionPolicy& policy,
                               const std::vector<double>& scores, const int* idx, const int* count,
                               int max_k) {
   const int n = shape.blocks();
+  const auto head_size = static_cast<std::size_t>(n) * n;
   int bad = 0;
   for (std::size_t row = 0; row < static_cast<std::size_t>(shape.rows()) && bad < 5; ++row) {
-    const std::string why =
-        check_selection_row(policy, static_cast<int>(row % n), n, &scores[row * n],
-                            idx + row * max_k, count[row], max_k);
+    const BlockRange queries = list_queries(policy, static_cast<int>(row % n), n);
+    const std::size_t first = row - row % n + static_cast<std::size_t>(queries.begin);
+    std::string why;
+    if (row != first) {
+      const int* list = idx + row * max_k;
+      const int* first_list = idx + first * max_k;
+      if (count[row] != count[first] ||
+          !std::equal(list, list + std::min(count[row], max_k), first_list)) {
+        why = "differs from row " + std::to_string(first) + ", the first of its list";
+      }
+    } else {
+      const auto head = std::span<const double>(scores).subspan(row / n * head_size, head_size);
+      const std::vector<double> mean = list_scores(head, queries);
+      why = check_selection_row(policy, queries, n, mean.data(), idx + row * max_k, count[row],
+                                max_k);
+    }
     if (!why.empty()) {
       ++bad;
       ADD_FAILURE() << "row " << row << ": " << why;
@@ -53,40 +70,70 @@ void expect_lists_follow_rule(const AttentionShape& shape, const AttentionPolicy
   }
 }
 
+AttentionPolicy pairs(AttentionPolicy p) {
+  p.query_blocks_per_list = 2;
+  return p;
+}
+
 // Host only: the checker the device lists face and the host reference selection are one rule.
-// The checker accepts every row the reference selects, for each sparse mode with sinks, and
-// rejects a row where the best dropped candidate swaps places with the worst kept one.
+// The checker accepts every list the reference selects, for each sparse mode with sinks, a list
+// per query block or per pair (41 blocks: the last alone), and rejects a list where the best
+// dropped candidate swaps places with the worst kept one, or a pair's list without the band of its
+// second block.
 TEST(SelectionChecker, AcceptsTheHostReferenceAndRejectsASwap) {
-  const AttentionShape shape{1, 64 * 40, 2, 64};
+  const AttentionShape shape{1, 64 * 41 - 20, 2, 64};
   std::mt19937 rng(next_seed());
   const Tensor q = random_tensor(shape, rng, 1.0f);
   const Tensor k = random_tensor(shape, rng, 1.0f);
   const auto scores =
       block_scores(shape, pool_blocks(shape, q.values), pool_blocks(shape, k.values));
   const int n = shape.blocks();
-  for (const AttentionPolicy& policy :
-       {make(SparsityMode::Tau, 1.0f, 10, 100, {0, 2}, {3, 4}),
-        make(SparsityMode::Tau, 0.0f, 10, 10), make(SparsityMode::TopK, 0, 15, 100, {0, 1}, {0, 1}),
-        make(SparsityMode::Coarse, 0, 20, 100)}) {
-    SCOPED_TRACE(to_string(policy.mode));
+  const auto head_size = static_cast<std::size_t>(n) * n;
+  std::vector<AttentionPolicy> policies{
+      make(SparsityMode::Tau, 1.0f, 10, 100, {0, 2}, {3, 4}), make(SparsityMode::Tau, 0.0f, 10, 10),
+      make(SparsityMode::TopK, 0, 15, 100, {0, 1}, {0, 1}), make(SparsityMode::Coarse, 0, 20, 100)};
+  for (std::size_t i = 0, singles = policies.size(); i < singles; ++i) {
+    policies.push_back(pairs(policies[i]));
+  }
+  for (const AttentionPolicy& policy : policies) {
+    SCOPED_TRACE(testing::Message() << to_string(policy.mode) << ", "
+                                    << policy.query_blocks_per_list << " query blocks a list");
     const int max_k = max_kept_blocks(shape, policy);
     std::vector<int> idx(static_cast<std::size_t>(shape.rows()) * max_k);
     std::vector<int> count(static_cast<std::size_t>(shape.rows()));
     select_blocks(shape, policy, scores, idx, count, max_k);
+    expect_lists_follow_rule(shape, policy, scores, idx.data(), count.data(), max_k);
     int swaps = 0;
+    int bands = 0;
     for (std::size_t row = 0; row < count.size(); ++row) {
-      const int q_block = static_cast<int>(row % n);
-      const double* s = &scores[row * n];
+      const BlockRange queries = list_queries(policy, static_cast<int>(row % n), n);
+      if (static_cast<int>(row % n) != queries.begin) continue;  // the list's first row only
+      const std::vector<double> mean = list_scores(
+          std::span<const double>(scores).subspan(row / n * head_size, head_size), queries);
+      const double* s = mean.data();
       int* list = &idx[row * max_k];
-      ASSERT_EQ(check_selection_row(policy, q_block, n, s, list, count[row], max_k), "")
+      ASSERT_EQ(check_selection_row(policy, queries, n, s, list, count[row], max_k), "")
           << "row " << row;
-      if (policy.sink_queries.contains(q_block)) continue;
+      if (count[row] == n) continue;  // a sink query's list
       // Swap the worst kept candidate for the best dropped one, if they differ clearly.
       std::vector<char> in(static_cast<std::size_t>(n), 0);
       for (int i = 0; i < count[row]; ++i) in[static_cast<std::size_t>(list[i])] = 1;
+      // A pair's list without the upper edge of its band, forced by its second block alone.
+      const int edge = queries.end;
+      if (queries.size() == 2 && edge < n && !policy.sink_keys.contains(edge)) {
+        std::vector<int> cut;
+        for (int j = 0; j < n; ++j) {
+          if (in[static_cast<std::size_t>(j)] != 0 && j != edge) cut.push_back(j);
+        }
+        EXPECT_NE(check_selection_row(policy, queries, n, s, cut.data(),
+                                      static_cast<int>(cut.size()), max_k),
+                  "")
+            << "row " << row;
+        ++bands;
+      }
       int worst = -1, best = -1;
       for (int j = 0; j < n; ++j) {
-        if (forced_block(policy, q_block, j)) continue;
+        if (forced_block(policy, queries, j)) continue;
         if (in[static_cast<std::size_t>(j)] != 0 && (worst < 0 || s[j] < s[worst])) worst = j;
         if (in[static_cast<std::size_t>(j)] == 0 && (best < 0 || s[j] > s[best])) best = j;
       }
@@ -98,11 +145,12 @@ TEST(SelectionChecker, AcceptsTheHostReferenceAndRejectsASwap) {
       for (int j = 0; j < n; ++j) {
         if (in[static_cast<std::size_t>(j)] != 0) swapped.push_back(j);
       }
-      EXPECT_NE(check_selection_row(policy, q_block, n, s, swapped.data(), count[row], max_k), "")
+      EXPECT_NE(check_selection_row(policy, queries, n, s, swapped.data(), count[row], max_k), "")
           << "row " << row;
       ++swaps;
     }
     EXPECT_GT(swaps, 0);
+    EXPECT_EQ(bands > 0, policy.query_blocks_per_list == 2);
   }
 }
 
@@ -190,8 +238,9 @@ TEST(SelectionTies, FlatAndTwoValuedRowsKeepExactlyK) {
     const auto scores =
         block_scores(shape, pool_blocks(shape, c.q.values), pool_blocks(shape, c.k.values));
     for (std::size_t row = 0; row < rows; ++row) {
+      const auto q_block = static_cast<int>(row % n);
       const std::string why =
-          check_selection_row(policy, static_cast<int>(row % n), n, &scores[row * n],
+          check_selection_row(policy, BlockRange{q_block, q_block + 1}, n, &scores[row * n],
                               idx + row * layout.max_k, count[row], layout.max_k);
       ASSERT_TRUE(why.empty()) << "row " << row << ": " << why;
     }
@@ -237,7 +286,12 @@ INSTANTIATE_TEST_SUITE_P(
         LongRowCase{"tau15_1182_d64", make(SparsityMode::Tau, 1.5f, 10, 30), 75600, 64},
         LongRowCase{"topk10_1300_d64", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}),
                     64 * 1300 - 20, 64},
-        LongRowCase{"tau1_1300_d128", make(SparsityMode::Tau, 1.0f, 10, 10), 64 * 1300, 128}),
+        LongRowCase{"tau1_1300_d128", make(SparsityMode::Tau, 1.0f, 10, 10), 64 * 1300, 128},
+        // A list per pair of query blocks; 1,299 blocks: the last alone.
+        LongRowCase{"topk10_pairs_1182_d128",
+                    pairs(make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6})), 75600, 128},
+        LongRowCase{"tau15_pairs_1299_d64", pairs(make(SparsityMode::Tau, 1.5f, 10, 30)),
+                    64 * 1299 - 5, 64}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 const std::vector<SelectCase> kModeCases{
@@ -264,18 +318,35 @@ std::string select_case_name(const ::testing::TestParamInfo<SelectCase>& param_i
 
 INSTANTIATE_TEST_SUITE_P(Modes, Selection, ::testing::ValuesIn(kModeCases), select_case_name);
 
+// One list per pair of query blocks (blocks = ceil(tokens / 64)): 32 and 40 blocks (the last
+// partial, in a pair), 39 and 47 (the last alone); sink queries 3 and 4 fall in the pairs (2, 3)
+// and (4, 5), which are then dense.
+const std::vector<SelectCase> kPairCases{
+    SelectCase{"topk10_pairs_d128", pairs(make(SparsityMode::TopK, 0, 10, 100)), 2, 2048, 128},
+    SelectCase{"tau15_pairs_d128", pairs(make(SparsityMode::Tau, 1.5f, 10, 100)), 2, 2450, 128},
+    SelectCase{"tau2_sinks_pairs_d128",
+               pairs(make(SparsityMode::Tau, 2.0f, 10, 100, {0, 2}, {3, 5})), 1, 3000, 128},
+    SelectCase{"tau0_capped_pairs_d64", pairs(make(SparsityMode::Tau, 0.0f, 10, 5)), 2, 2450, 64},
+    SelectCase{"coarse10_pairs_d128", pairs(make(SparsityMode::Coarse, 0, 10, 100, {1, 2}, {})), 2,
+               2500, 128}};
+
+INSTANTIATE_TEST_SUITE_P(Pairs, Selection, ::testing::ValuesIn(kPairCases), select_case_name);
+
 // The head_dim 128 cases (the Hopper kernels' only head_dim) on the TMA kernel by name (the
 // default path runs it only where the driver has tensor maps).
-std::vector<SelectCase> tma_cases() {
+std::vector<SelectCase> tma_cases(const std::vector<SelectCase>& from) {
   std::vector<SelectCase> cases;
-  for (SelectCase c : kModeCases) {
+  for (SelectCase c : from) {
     if (c.head_dim != 128) continue;
     c.kernel = "tma";
     cases.push_back(c);
   }
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(Tma, Selection, ::testing::ValuesIn(tma_cases()), select_case_name);
+INSTANTIATE_TEST_SUITE_P(Tma, Selection, ::testing::ValuesIn(tma_cases(kModeCases)),
+                         select_case_name);
+INSTANTIATE_TEST_SUITE_P(TmaPairs, Selection, ::testing::ValuesIn(tma_cases(kPairCases)),
+                         select_case_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

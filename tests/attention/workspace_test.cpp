@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "memplan/attention/workspace.hpp"
+#include "memplan/error.hpp"
 
 namespace memplan::attention {
 namespace {
@@ -25,6 +26,22 @@ TEST(AttentionWorkspace, TopkCapacityIsSelectedPlusForced) {
   EXPECT_EQ(max_kept_blocks(shape, p), 119 + 3 + 4);
   p.keep_percent = 100.0f;  // never more than every block
   EXPECT_EQ(max_kept_blocks(shape, p), 1182);
+}
+
+TEST(AttentionWorkspace, PairListsForceABandOneBlockWider) {
+  AttentionPolicy p;
+  p.mode = SparsityMode::TopK;
+  p.keep_percent = 10.0f;
+  p.sink_keys = {0, 4};
+  const AttentionShape shape{1, 75600, 24, 128};  // 1182 blocks
+  const int per_block = max_kept_blocks(shape, p);
+  p.query_blocks_per_list = 2;
+  EXPECT_EQ(max_kept_blocks(shape, p), per_block + 1);
+  const auto layout = workspace_layout(shape, p);
+  EXPECT_EQ(layout.max_k, 119 + 4 + 4);
+  EXPECT_EQ(layout.query_blocks_per_list, 2);
+  p.query_blocks_per_list = 3;
+  EXPECT_THROW((void)max_kept_blocks(shape, p), InvalidArgument);
 }
 
 TEST(AttentionWorkspace, TauCapacityFollowsTheCap) {

@@ -206,20 +206,40 @@ TEST(CApi, PlanBudgetIsAnOption) {
   EXPECT_EQ(now.plan_budget_ms, 200);  // the defaults, not the configured options
 }
 
+// A policy as a C caller writes one: the fields it sets named, query_blocks_per_list left out.
+memplan_torch_attention_policy c_policy(int mode) {
+  return {.mode = mode,
+          .tau = 1.5f,
+          .keep_percent = 10.0f,
+          .max_keep_percent = 100.0f,
+          .window_start = 0.2,
+          .window_end = 1.0,
+          .coarse_gate = 1.0f};
+}
+
 TEST(CApi, AttentionIsUnsupportedInTheHostLibrary) {
-  memplan_torch_attention_policy policy{.mode = 1,
-                                        .tau = 1.5f,
-                                        .keep_percent = 10.0f,
-                                        .max_keep_percent = 100.0f,
-                                        .window_start = 0.2,
-                                        .window_end = 1.0,
-                                        .coarse_gate = 1.0f};
+  memplan_torch_attention_policy policy = c_policy(1);
   EXPECT_GT(memplan_torch_attention_workspace_bytes(1, 8192, 24, 128, &policy), 0);
   EXPECT_EQ(memplan_torch_attention(1, nullptr, nullptr, nullptr, nullptr, 1, 8192, 24, 128,
                                     &policy, 0.5, nullptr),
             MEMPLAN_E_UNSUPPORTED);
   EXPECT_EQ(memplan_torch_attention_workspace_bytes(1, 8192, 24, 128, nullptr),
             MEMPLAN_E_INVALID_ARGUMENT);
+}
+
+TEST(CApi, AttentionPolicyTakesOneOrTwoQueryBlocksPerList) {
+  memplan_torch_attention_policy policy = c_policy(2);  // top-k
+  // Left out of the initialiser, the field is 0: the default, 1.
+  const int64_t unset = memplan_torch_attention_workspace_bytes(1, 8192, 24, 128, &policy);
+  policy.query_blocks_per_list = 1;
+  EXPECT_EQ(memplan_torch_attention_workspace_bytes(1, 8192, 24, 128, &policy), unset);
+  policy.query_blocks_per_list = 2;
+  EXPECT_GT(memplan_torch_attention_workspace_bytes(1, 8192, 24, 128, &policy), unset);
+  policy.query_blocks_per_list = 3;
+  EXPECT_EQ(memplan_torch_attention_workspace_bytes(1, 8192, 24, 128, &policy),
+            MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("query_blocks_per_list = 3 is not 1 or 2"), std::string::npos)
+      << last_error();
 }
 
 }  // namespace

@@ -24,6 +24,15 @@ TEST(GpuRuntime, RopeCacheOutsideAPauseIsOneLearnedRogueAndStaysFlat) {
   expect_runtime_holds(results, true);
 }
 
+TEST(GpuRuntime, PairListsHoldTheRuntimesChecks) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  auto platform = make_gpu_platform();
+  Config c = small_config(true);
+  c.query_blocks_per_list = 2;
+  const auto results = run_all(c, *platform);
+  expect_runtime_holds(results, false);
+}
+
 TEST(GpuRuntime, StreamedAndNaiveWeightsGiveTheResidentLatentsBitForBit) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   auto platform = make_gpu_platform();

@@ -1,7 +1,8 @@
 // The denoise runtime's step program on the CPU platform (host backend, float loops): the three
 // allocation modes agree bit for bit, breaks are bounded by distinct paths and flat after, rogues
 // are learned, replayed steps make no backend memory call, stable steps run as host graphs;
-// streamed and naive weights give the resident run's latents bit for bit.
+// streamed and naive weights give the resident run's latents bit for bit; lists per pair of query
+// blocks keep the modes in agreement.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -50,6 +51,22 @@ TEST(HostRuntime, AWholeDenseScheduleHasNoBreak) {
   const auto results = run_all(c, *platform);
   EXPECT_EQ(results[0].breaks, 1u);  // the one sparse step
   EXPECT_TRUE(compare_outputs(results).bitwise);
+}
+
+// One key-block list per pair of query blocks (--query-blocks-per-list 2): the modes still agree
+// bit for bit, and the pairs' lists reach the CPU twin's attention (other latents than one list
+// per query block; the seeded run is deterministic).
+TEST(HostRuntime, PairListsAgreeAcrossModesAndChangeTheSelection) {
+  auto platform = make_cpu_platform();
+  Config c = small_config(false);
+  c.second_tokens = 0;
+  const auto single = run_all(c, *platform);
+  c.query_blocks_per_list = 2;
+  const auto pairs = run_all(c, *platform);
+  expect_runtime_holds(pairs, false);
+  EXPECT_TRUE(compare_outputs(pairs).bitwise);
+  ASSERT_EQ(pairs[0].latents.size(), single[0].latents.size());
+  EXPECT_NE(pairs[0].latents, single[0].latents);
 }
 
 }  // namespace

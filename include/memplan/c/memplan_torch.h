@@ -92,6 +92,11 @@ typedef struct memplan_torch_attention_policy {
   double window_start, window_end;          /* sparse only for step fractions in the window */
   int64_t min_tokens;
   float coarse_gate;
+  /* Query blocks sharing one key-block list: 1, a list per 64-token query block; 2, one list per
+   * pair of query blocks (2i, 2i + 1), chosen from the pair's mean scores with both blocks'
+   * diagonal bands forced. 0 means 1, so a zero-initialised field keeps the default; any other
+   * value is MEMPLAN_E_INVALID_ARGUMENT. Last, in what was the struct's tail padding. */
+  int query_blocks_per_list;
 } memplan_torch_attention_policy;
 
 /* The allocator pair for CUDAPluggableAllocator. size 0 returns NULL, as PyTorch's caching

@@ -158,6 +158,23 @@ def test_attention_needs_the_cuda_library(lib):
     assert lib.memplan_torch_attention_workspace_bytes(1, 8192, 24, 96, ctypes.byref(policy)) == -1
 
 
+def test_attention_policy_takes_one_or_two_query_blocks_per_list(lib):
+    single = memplan.torch.attention_policy(mode="topk")
+    pairs = memplan.torch.attention_policy(mode="topk", query_blocks_per_list=2)
+    single_bytes = memplan.torch.attention_workspace_bytes(1, 8192, 24, 128, single)
+    # A pair's list forces a band one block wider: one more kv_idx slot per row.
+    assert memplan.torch.attention_workspace_bytes(1, 8192, 24, 128, pairs) > single_bytes
+    for bad in (3, -1):
+        policy = memplan.torch.attention_policy(mode="topk", query_blocks_per_list=bad)
+        with pytest.raises(memplan.InvalidArgument, match=f"query_blocks_per_list = {bad} "):
+            memplan.torch.attention_workspace_bytes(1, 8192, 24, 128, policy)
+    # A struct built without the field leaves it 0, which means 1.
+    unset = memplan.api._library.AttentionPolicy(2, 1.5, 10.0, 100.0, 0, 0, 0, 0, 0.2, 1.0, 0, 1.0)
+    assert unset.query_blocks_per_list == 0
+    assert lib.memplan_torch_attention_workspace_bytes(1, 8192, 24, 128,
+                                                       ctypes.byref(unset)) == single_bytes
+
+
 def test_only_the_c_api_is_exported(lib):
     nm = os.environ.get("MEMPLAN_NM") or shutil.which("nm")
     if not nm:
