@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -130,13 +131,18 @@ std::vector<float> output_row(const DeviceBuffer& out, const SampledRow& r) {
 }
 
 // On both Hopper kernels: TMA (the default; its tensor maps take 600,017 tokens as a 32-bit
-// coordinate; rows are 64-bit offsets in its list reads), each of its candidate set-ups for
-// block lists, and wgmma.
-class LongSequence : public ::testing::TestWithParam<const char*> {};
+// coordinate; rows are 64-bit offsets in its list reads) and wgmma, with a list per query block
+// and one per pair of query blocks (the TMA kernel's shared ring over a list).
+struct LongCase {
+  const char* kernel;
+  int query_blocks_per_list;
+};
+class LongSequence : public ::testing::TestWithParam<LongCase> {};
 
 TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows) {
   MEMPLAN_SKIP_WITHOUT_GPU();
-  const ScopedKernel kernel(GetParam());
+  const ScopedKernel kernel(GetParam().kernel);
+  const int per_list = GetParam().query_blocks_per_list;
   if (!enough_free_memory()) GTEST_SKIP() << "needs 40 GB of free device memory";
   const AttentionShape shape = long_shape();
   ASSERT_GT(shape.elements(), std::int64_t{1} << 31);
@@ -147,6 +153,7 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
   policy.keep_percent = 10;
   policy.window_start = 0;
   policy.window_end = 1;
+  policy.query_blocks_per_list = per_list;
   const WorkspaceLayout layout = workspace_layout(shape, policy);
   DeviceBuffer workspace(layout.bytes);
   const SparsityMode ran =
@@ -166,34 +173,49 @@ TEST_P(LongSequence, SparseAtTwoTimes600kTokensMatchesTheReferenceOnSampledRows)
     SCOPED_TRACE(::testing::Message()
                  << "batch " << r.batch << " token " << r.token << " head " << r.head);
     const int q_block = static_cast<int>(r.token / 64);
-    const std::int64_t list_row = (std::int64_t{r.batch} * kHeads + r.head) * blocks + q_block;
-    int count = 0;
-    TEST_CUDA(cudaMemcpy(
-        &count,
-        static_cast<const char*>(workspace.get()) + layout.kv_count + list_row * sizeof(int),
-        sizeof(int), cudaMemcpyDeviceToHost));
+    // The query blocks of the row's list: the block, or its pair (the last block of an odd
+    // count alone).
+    const int first = q_block - q_block % per_list;
+    const int last = std::min(first + per_list - 1, blocks - 1);
+    const std::int64_t head_row0 = (std::int64_t{r.batch} * kHeads + r.head) * blocks;
+    auto read_list = [&](int block) {
+      const std::int64_t list_row = head_row0 + block;
+      int count = 0;
+      TEST_CUDA(cudaMemcpy(
+          &count,
+          static_cast<const char*>(workspace.get()) + layout.kv_count + list_row * sizeof(int),
+          sizeof(int), cudaMemcpyDeviceToHost));
+      std::vector<int> list(static_cast<std::size_t>(std::clamp(count, 0, layout.max_k)));
+      TEST_CUDA(cudaMemcpy(list.data(),
+                           static_cast<const char*>(workspace.get()) + layout.kv_idx +
+                               list_row * layout.max_k * sizeof(int),
+                           list.size() * sizeof(int), cudaMemcpyDeviceToHost));
+      return std::pair{count, list};
+    };
+    const auto [count, idx] = read_list(q_block);
     ASSERT_GT(count, 0);
     ASSERT_LE(count, layout.max_k);
-    std::vector<int> idx(static_cast<std::size_t>(count));
-    TEST_CUDA(cudaMemcpy(idx.data(),
-                         static_cast<const char*>(workspace.get()) + layout.kv_idx +
-                             list_row * layout.max_k * sizeof(int),
-                         count * sizeof(int), cudaMemcpyDeviceToHost));
+    for (int block = first; block <= last; ++block) {
+      EXPECT_EQ(read_list(block), read_list(q_block)) << "the lists of one pair differ";
+    }
 
-    // The list follows the rule on the host's scores (with the checker's tolerance band).
+    // The list follows the rule on the host's scores (the mean of its query blocks' rows; with
+    // the checker's tolerance band).
     if (r.check_list) {
       const std::vector<double> pq = pooled(kQ, r.batch, r.head);
       const std::vector<double> pk = pooled(kK, r.batch, r.head);
-      std::vector<double> scores(static_cast<std::size_t>(blocks));
-      for (int j = 0; j < blocks; ++j) {
-        double dot = 0;
-        for (int d = 0; d < kDim; ++d) {
-          dot += pq[static_cast<std::size_t>(q_block) * kDim + d] *
-                 pk[static_cast<std::size_t>(j) * kDim + d];
+      std::vector<double> scores(static_cast<std::size_t>(blocks), 0.0);
+      for (int block = first; block <= last; ++block) {
+        for (int j = 0; j < blocks; ++j) {
+          double dot = 0;
+          for (int d = 0; d < kDim; ++d) {
+            dot += pq[static_cast<std::size_t>(block) * kDim + d] *
+                   pk[static_cast<std::size_t>(j) * kDim + d];
+          }
+          scores[static_cast<std::size_t>(j)] += dot * scale / (last - first + 1);
         }
-        scores[static_cast<std::size_t>(j)] = dot * scale;
       }
-      EXPECT_EQ(check_selection_row(policy, BlockRange{q_block, q_block + 1}, blocks, scores.data(),
+      EXPECT_EQ(check_selection_row(policy, BlockRange{first, last + 1}, blocks, scores.data(),
                                     idx.data(), count, layout.max_k),
                 "");
     }
@@ -242,7 +264,13 @@ std::string kernel_name(const ::testing::TestParamInfo<const char*>& param_info)
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence, ::testing::Values("tma", "wgmma"), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, LongSequence,
+                         ::testing::Values(LongCase{"tma", 1}, LongCase{"wgmma", 1},
+                                           LongCase{"tma", 2}),
+                         [](const ::testing::TestParamInfo<LongCase>& param_info) {
+                           return std::string(param_info.param.kernel) +
+                                  (param_info.param.query_blocks_per_list == 2 ? "_pairs" : "");
+                         });
 INSTANTIATE_TEST_SUITE_P(Kernels, LongDense, ::testing::Values("tma"), kernel_name);
 
 }  // namespace
