@@ -16,7 +16,9 @@ Ways (--ways):
 
 Per way and round: the median host time (the call alone) and step time (call and synchronize)
 over --steps steps after 10 warm-up steps; JSON in --out/host_time.json, profiles in
---out/profile-<way>.txt. The models are ResNet-50 (examples/python/resnet50.py, batch 64).
+--out/profile-<way>.txt. --model picks the workload, as bench/torch_allocators.py builds it:
+resnet50 (examples/python/resnet50.py, batch 64, the default), vit or llama
+(examples/python/hf_models.py).
 """
 
 import argparse
@@ -33,7 +35,21 @@ WAYS = ("caching-direct", "caching-side", "memplan-direct", "memplan-graphedstep
 WARMUP = 10
 
 
-def _caller(way, net):
+def _build(model):
+    """(the function a step calls, its inputs) for --model."""
+    sys.path.insert(0, os.path.join(REPO, "examples", "python"))
+    if model == "resnet50":
+        import resnet50
+
+        net, inputs = resnet50.build_resnet50()
+        return net, inputs
+    import hf_models
+
+    net, inputs = hf_models.BUILDERS[model]()
+    return hf_models.forward_fn(model, net), inputs
+
+
+def _caller(way, net, name):
     import torch
 
     sys.path.insert(0, os.path.join(REPO, "python"))
@@ -42,7 +58,7 @@ def _caller(way, net):
     side = torch.cuda.Stream()
     graphed = None
     if way == "memplan-graphedstep":
-        graphed = memplan.graphs.GraphedStep("resnet50", net, capture_after=2, enabled=False)
+        graphed = memplan.graphs.GraphedStep(name, net, capture_after=2, enabled=False)
 
     def side_stream(x):
         current = torch.cuda.current_stream()
@@ -53,7 +69,7 @@ def _caller(way, net):
         return out
 
     def in_step(x):
-        with memplan.step("resnet50"):
+        with memplan.step(name):
             return net(x)
 
     def in_pause(x):
@@ -64,19 +80,17 @@ def _caller(way, net):
             "memplan-graphedstep": graphed, "memplan-pause": in_pause}[way]
 
 
-def worker(way, steps, profile):
+def worker(way, model, steps, profile):
     import torch
 
     sys.path.insert(0, os.path.join(REPO, "python"))
-    sys.path.insert(0, os.path.join(REPO, "examples", "python"))
     import memplan
-    import resnet50
 
     if way.startswith("memplan"):
         memplan.torch.install()
     torch.cuda.init()
-    net, inputs = resnet50.build_resnet50()
-    call = _caller(way, net)
+    net, inputs = _build(model)
+    call = _caller(way, net, model)
     host, wall = [], []
     with torch.no_grad():
         for i in range(WARMUP + steps):
@@ -118,7 +132,8 @@ def driver(args):
         order = args.ways if r % 2 == 0 else args.ways[::-1]
         for way in order:
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", way,
-                   "--steps", str(args.steps)] + (["--profile"] if r == 0 else [])
+                   "--model", args.model, "--steps", str(args.steps)] + (
+                       ["--profile"] if r == 0 else [])
             if args.pin is not None:
                 cmd = ["taskset", "-c", str(args.pin)] + cmd
             p = subprocess.run(cmd, capture_output=True, text=True)
@@ -136,7 +151,8 @@ def driver(args):
                   f"{result['host_p10_ms']:.2f}, p90 {result['host_p90_ms']:.2f}), step "
                   f"{result['median_step_ms']:.2f} ms", flush=True)
     with open(os.path.join(args.out, "host_time.json"), "w") as f:
-        json.dump({"pin": args.pin, "steps": args.steps, "runs": results}, f, indent=1)
+        json.dump({"model": args.model, "pin": args.pin, "steps": args.steps, "runs": results},
+                  f, indent=1)
     for way in args.ways:
         steps = [r["median_step_ms"] for r in results if r["way"] == way]
         if steps:
@@ -147,6 +163,7 @@ def driver(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ways", nargs="+", default=list(WAYS), choices=WAYS)
+    parser.add_argument("--model", default="resnet50", choices=("resnet50", "vit", "llama"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--pin", type=int, help="run each process on this CPU core (taskset)")
@@ -155,7 +172,7 @@ def main():
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.steps, args.profile)
+        worker(args.worker, args.model, args.steps, args.profile)
     else:
         driver(args)
 
