@@ -89,7 +89,8 @@ TEST(AttentionGraph, DenseStepReplayEqualsEager) {
 }
 
 // Each Hopper kernel asked for explicitly (the default path above is the TMA kernel on a Hopper
-// device), sparse rows and dense.
+// device), sparse rows, dense, and one list per pair of query blocks (on the TMA kernel a ring
+// shared by the CTA's two blocks over a list).
 void topk_replay_equals_eager_on(const char* path) {
   const ScopedKernel kernel(path);
   AttentionPolicy policy;
@@ -97,6 +98,8 @@ void topk_replay_equals_eager_on(const char* path) {
   policy.keep_percent = 20.0f;
   replay_equals_eager(policy, 0.5);  // sparse rows
   replay_equals_eager(policy, 0.1);  // dense: before the window
+  policy.query_blocks_per_list = 2;
+  replay_equals_eager(policy, 0.5);
 }
 
 TEST(AttentionGraph, TmaKernelReplayEqualsEager) {
