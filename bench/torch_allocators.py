@@ -3,6 +3,7 @@
     python3 bench/torch_allocators.py --quick            # small shapes, < 3 minutes
     python3 bench/torch_allocators.py                    # full shapes, < 8 minutes
     python3 bench/torch_allocators.py --models dit8k resnet50 --repeats 3
+    python3 bench/torch_allocators.py --models vit --pin 4   # each process on CPU core 4
 
 Models (examples/python/): the video DiT denoise loop at 8k and 75.6k tokens (30 blocks, hidden
 3072, 24 heads x 128, SDPA outside the window 0.2-1.0 and memplan's tau sparse attention inside
@@ -363,7 +364,7 @@ def worker(args):
 # ---------------------------------------------------------------------------------------------
 # The driver: every model under every allocator, each in its own process.
 
-def run_one(model, allocator, quick, out_dir, repeat, timeout):
+def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None):
     path = os.path.join(out_dir, "runs", f"{model}.{allocator}.{repeat}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     env = dict(os.environ)
@@ -374,6 +375,8 @@ def run_one(model, allocator, quick, out_dir, repeat, timeout):
     env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
     command = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
                "--allocator", allocator, "--json", path] + (["--quick"] if quick else [])
+    if pin is not None:  # the whole process on one core, as torch_host_time.py runs its rounds
+        command = ["taskset", "-c", str(pin)] + command
     start = time.perf_counter()
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
@@ -386,6 +389,7 @@ def run_one(model, allocator, quick, out_dir, repeat, timeout):
     with open(path) as f:
         result = json.load(f)
     result["process_seconds"] = seconds
+    result["pinned_core"] = pin
     return result
 
 
@@ -523,7 +527,8 @@ def driver(args):
                 continue
             for allocator in order:
                 r = (_earlier_run(model, allocator, repeat, args.out) if args.resume else None) \
-                    or run_one(model, allocator, args.quick, args.out, repeat, args.timeout)
+                    or run_one(model, allocator, args.quick, args.out, repeat, args.timeout,
+                               args.pin)
                 r["repeat"] = repeat
                 runs.append(r)
                 status = r.get("error", "").splitlines()[-1:] or [
@@ -558,6 +563,9 @@ def main():
                         help="a subset of the allocators (default: all)")
     parser.add_argument("--out", default=os.path.join(REPO, "build", "torch_allocators"))
     parser.add_argument("--timeout", type=int, default=300, help="seconds per run")
+    parser.add_argument("--pin", type=int,
+                        help="run each process on this CPU core (taskset), as "
+                             "bench/torch_host_time.py --pin does")
     parser.add_argument("--resume", action="store_true",
                         help="take the runs already recorded in <out>/runs instead of running "
                              "them again (a table of several repeats made in several sittings)")
