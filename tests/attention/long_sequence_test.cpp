@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <utility>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device_buffer.hpp"
