@@ -96,25 +96,6 @@ Lists select_64(const AttentionShape& shape, const AttentionPolicy& policy,
   return lists;
 }
 
-// The forced blocks of a pair: the union of its halves' (select_row forces one query block's).
-bool pair_forced(const AttentionPolicy& policy, int first, int last, int key) {
-  return forced_block(policy, first, key) || forced_block(policy, last, key);
-}
-
-// One list for the pair under select_row's rule, forcing both halves' blocks (a sink query row
-// among them makes the pair's list every block, as it would the row's).
-std::vector<int> select_pair(const AttentionPolicy& policy, int first, int last,
-                             std::span<const double> scores) {
-  if (policy.sink_queries.contains(first) || policy.sink_queries.contains(last)) {
-    return select_row(policy, policy.sink_queries.contains(first) ? first : last, scores);
-  }
-  std::vector<int> forced;
-  for (int j = 0; j < static_cast<int>(scores.size()); ++j) {
-    if (pair_forced(policy, first, last, j)) forced.push_back(j);
-  }
-  return select_with_forced(policy, scores, forced);
-}
-
 // (b): per head and pair (2i, 2i+1), the row-weighted mean of the two pooled queries scored
 // against every pooled key block (scale 1/sqrt(d), as block_scores), one list for both halves.
 // An odd last block is a pair of one.
@@ -146,7 +127,8 @@ Lists select_128(const AttentionShape& shape, const AttentionPolicy& policy,
         for (std::size_t d = 0; d < dim; ++d) s += mean[d] * pooled_k[(head0 + j) * dim + d];
         scores[static_cast<std::size_t>(j)] = s * scale;
       }
-      std::vector<int> list = select_pair(policy, first, last, scores);
+      // The library's rule for a list shared by the pair (query_blocks_per_list 2).
+      std::vector<int> list = select_list(policy, BlockRange{first, last + 1}, scores);
       lists[head0 + last] = list;
       lists[head0 + first] = std::move(list);
     }
@@ -231,7 +213,7 @@ ListStats list_stats(const AttentionShape& shape, const AttentionPolicy& policy,
       const auto rule_only = [&](const std::vector<int>& list) {
         std::vector<int> out;
         for (const int key : list) {
-          if (!pair_forced(policy, first, first + 1, key)) out.push_back(key);
+          if (!forced_block(policy, BlockRange{first, first + 2}, key)) out.push_back(key);
         }
         return out;
       };
