@@ -31,8 +31,8 @@ struct Config {
   int steps = 30;
   double window_start = 0.2;
   double window_end = 1.0;
-  int query_blocks_per_list =
-      1;  // sparse attention: 1, a key-block list per query block; 2, a pair
+  // Sparse attention: 1, a key-block list per query block; 2, one per pair of query blocks.
+  int query_blocks_per_list = 1;
   std::int64_t second_tokens = 6144;  // 0: no second pass
   int second_steps = 12;
   RopeCache rope = RopeCache::Paused;
