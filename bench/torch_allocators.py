@@ -460,6 +460,11 @@ def summarise(runs):
                     "host_probe_us": (
                         None if any("host_probe_us" not in r for r in ok)
                         else statistics.median(r["host_probe_us"] for r in ok)),
+                    # Each run's median step and probe, by repeat: one slow process moves a
+                    # median over repeats, and the probe says which process it was.
+                    "per_repeat": [
+                        (statistics.median(r["step_ms"]), r.get("host_probe_us"))
+                        for r in sorted(ok, key=lambda r: r.get("repeat", 0))],
                     "breaks": _most(r.get("breaks") for r in ok),
                     "branches": _most(r.get("branches") for r in ok),
                     "rogues": _most(r.get("rogues") for r in ok),
@@ -483,13 +488,13 @@ def markdown(rows, header):
              "| model | allocator | peak total GiB | step peak GiB | lower bound GiB | step peak / "
              "bound | device used GiB | median step ms | host ms/step | breaks (branches) | rogues"
              " | graph launches | allocator calls, measured steps | bitwise = caching "
-             "| host probe us |",
-             "|" + "---|" * 15]
+             "| host probe us | per repeat: step ms (probe us) |",
+             "|" + "---|" * 16]
     for r in rows:
         if "median_step_ms" not in r:
             lines.append(f"| {r['model']} | {r['allocator']} | failed: "
                          f"{r['errors'][0].splitlines()[-1][:120] if r['errors'] else '?'} |"
-                         + " |" * 13)
+                         + " |" * 14)
             continue
         ratio = r["step_peak_over_lower_bound"]
         breaks = "-" if r["breaks"] is None else f"{r['breaks']} ({r['branches']})"
@@ -507,8 +512,14 @@ def markdown(rows, header):
             f"{r['median_step_ms']:.2f} | {r['median_host_ms']:.2f} | {breaks} | "
             f"{'-' if r['rogues'] is None else r['rogues']} | {launches} | "
             f"{'-' if calls is None else calls} | {'-' if equal is None else equal} | "
-            f"{'-' if probe is None else f'{probe:.1f}'} |")
+            f"{'-' if probe is None else f'{probe:.1f}'} | {_per_repeat(r)} |")
     return "\n".join(lines) + "\n"
+
+
+def _per_repeat(row):
+    """'15.47 (6.8) / 17.26 (7.3)': each run's median step ms, with its host probe if it has one."""
+    return " / ".join(f"{ms:.2f}" + ("" if probe is None else f" ({probe:.1f})")
+                      for ms, probe in row.get("per_repeat", []))
 
 
 def driver(args):

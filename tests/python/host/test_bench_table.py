@@ -95,7 +95,7 @@ def test_both_graphs_rows_share_the_capture_bound_and_memplan_graphs_matches_tor
     assert rows["caching-graphs"]["bitwise_equal_to_caching"] is False  # against eager caching
     line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
                 if x.startswith("| vit | memplan-graphs"))
-    assert line.endswith("| True (vs caching-graphs) | - |")
+    assert "| True (vs caching-graphs) | - |" in line
 
 
 def test_resume_takes_the_records_an_earlier_invocation_left(tmp_path):
@@ -137,7 +137,20 @@ def test_the_host_probe_is_the_median_of_the_runs_and_a_dash_without_one():
     assert rows["caching"]["host_probe_us"] == 5.0
     assert rows["memplan"]["host_probe_us"] is None
     table = bench.markdown(bench.summarise(runs), "header").splitlines()
-    assert table[2].endswith("| bitwise = caching | host probe us |")
-    assert table[3].count("|") == table[2].count("|") == 16
-    assert next(line for line in table if "| caching |" in line).endswith("| 5.0 |")
-    assert next(line for line in table if "| memplan |" in line).endswith("| - |")
+    assert table[2].endswith("| bitwise = caching | host probe us | per repeat: step ms (probe us) |")
+    assert table[3].count("|") == table[2].count("|") == 17
+    assert next(line for line in table if "| caching |" in line).endswith(
+        "| 5.0 | 5.00 (4.0) / 5.00 (9.0) / 5.00 (5.0) |")
+    assert next(line for line in table if "| memplan |" in line).endswith(
+        "| - | 5.00 (4.5) / 5.00 |")
+
+
+def test_per_repeat_steps_are_in_repeat_order_with_their_probes():
+    # Records arrive in the order the driver ran them (alternating); the column follows repeats.
+    runs = [run("memplan", 1, [7.0, 9.0], 3 * GiB, GiB, GiB, "a", host_probe_us=10.5),
+            run("memplan", 0, [4.0, 5.0, 6.0], 3 * GiB, GiB, GiB, "a", host_probe_us=6.75)]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    assert rows["memplan"]["per_repeat"] == [(5.0, 6.75), (8.0, 10.5)]
+    line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
+                if "| memplan |" in x)
+    assert line.endswith("| 5.00 (6.8) / 8.00 (10.5) |")
