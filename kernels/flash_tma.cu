@@ -60,9 +60,8 @@ namespace {
 // The producer warpgroup keeps kProducerRegisters registers a thread and hands the rest to the
 // consumers (setmaxnreg), each consumer thread getting kConsumerRegisters.
 // A set-up (the Setup of TmaConfig) names:
-//   kSharedRing    one K/V ring for both groups (dense, or a pair's list: one list for both), else
-//   one
-//                  ring per group, each on its own row's list;
+//   kSharedRing    one K/V ring for both groups (dense, or a pair's list: one list for both),
+//                  else one ring per group, each on its own row's list;
 //   kKeys          keys per tile (1-3 listed 64-token blocks);
 //   kKStages, kVStages   stages of each ring's K and V tiles;
 //   kQInRegisters  S reads Q from registers (wgmma with A from registers), not shared memory;
@@ -367,8 +366,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 // Dense, and block lists shared by the CTA's two query blocks (query_blocks_per_list 2): the
 // groups share 192-key tiles (three listed blocks, S as wgmma m64n192k16; 2 stages, 224 KB), Q
 // read from shared memory (S and P of a tile take 144 of the consumers' 240 registers). For
-// pair lists it beat a 128-key ring with Q in registers and 2 or 3 stages (565-583 kept-block
-// TFLOP/s against 533-553 for top-k 10 % at 75,600 tokens, H200, 2026-12-02).
+// pair lists it beat a shared 128-key ring with Q in registers and 2 or 3 stages (565-575
+// kept-block TFLOP/s against 533-543 for top-k 10 % at 75,600 tokens, H200, 2026-12-02).
 struct DenseSetup {
   static constexpr bool kSharedRing = true;
   static constexpr int kKeys = 192;
