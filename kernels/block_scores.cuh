@@ -41,12 +41,14 @@ __device__ __forceinline__ void split_pair(float a, float b, std::uint32_t& hi, 
   lo = *reinterpret_cast<const std::uint32_t*>(&l);
 }
 
-// Builds the Q fragments of query blocks [first, limit) (zeros past `limit`, up to kRows rows)
-// into `fragments` (Shape<D>::kFragmentBytes, 16-byte aligned). All threads call it; a barrier
-// must follow before use.
+// Builds the Q fragments of score rows [first, limit) (zeros past `limit`, up to kRows rows)
+// into `fragments` (Shape<D>::kFragmentBytes, 16-byte aligned). Score row r is query block r, or
+// with span 2 the mean of blocks 2r and 2r + 1 (2r alone when it is the last of n): scores are
+// linear in Qbar, so that row is the mean of the two blocks' rows. All threads call it; a
+// barrier must follow before use.
 template <int D, int kThreads>
 __device__ __forceinline__ void load_query_fragments(uint4* fragments, const float* pooled_q,
-                                                     int first, int limit) {
+                                                     int first, int limit, int span, int n) {
   constexpr int kSteps = Shape<D>::kSteps;
   for (int id = threadIdx.x; id < 2 * kSteps * 32; id += kThreads) {
     const int lane = id % 32;
@@ -55,8 +57,15 @@ __device__ __forceinline__ void load_query_fragments(uint4* fragments, const flo
     const int row = first + tile * 16 + lane / 4;
     const int dim = step * 16 + 4 * (lane % 4);
     // A fragment registers: (row, dims 0-1), (row + 8, dims 0-1), (row, 2-3), (row + 8, 2-3).
+    auto block = [&](int b) {
+      return *reinterpret_cast<const float4*>(pooled_q + static_cast<std::int64_t>(b) * D + dim);
+    };
     auto at = [&](int r) {
-      return *reinterpret_cast<const float4*>(pooled_q + static_cast<std::int64_t>(r) * D + dim);
+      const float4 a = block(span * r);
+      if (span == 1 || span * r + 1 >= n) return a;
+      const float4 b = block(span * r + 1);
+      return make_float4(0.5f * (a.x + b.x), 0.5f * (a.y + b.y), 0.5f * (a.z + b.z),
+                         0.5f * (a.w + b.w));
     };
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const float4 top = row < limit ? at(row) : zero;
@@ -78,7 +87,8 @@ __device__ __forceinline__ void load_query_fragments(uint4* fragments, const flo
 __host__ __device__ constexpr int row_stride(int n) { return (n + 23) / 32 * 32 + 8; }
 
 // scores[r * row_stride(n) + key] = scale * Qbar_r . Kbar_key for r < rows (<= kRows), every
-// key < n. `pooled_k` points at the head's key block 0. Every warp of the CTA calls it.
+// key < n; with rows <= 16 only the first m16 tile is multiplied. `pooled_k` points at the
+// head's key block 0. Every warp of the CTA calls it.
 template <int D, int kWarps>
 __device__ __forceinline__ void compute(const uint4* fragments, const float* pooled_k, int n,
                                         int rows, float scale, float* scores) {
@@ -88,6 +98,7 @@ __device__ __forceinline__ void compute(const uint4* fragments, const float* poo
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int dim = 4 * (lane % 4);
+  const int tiles = rows > 16 ? 2 : 1;
 
   auto load = [&](float4(&k)[kSteps], int first) {
     const int key = first + 8 * warp + lane / 4;
@@ -114,6 +125,7 @@ __device__ __forceinline__ void compute(const uint4* fragments, const float* poo
       split_pair(current[s].z, current[s].w, b_hi[1], b_lo[1]);
 #pragma unroll
       for (int tile = 0; tile < 2; ++tile) {
+        if (tile >= tiles) break;  // uniform
         const uint4 hi4 = fragments[((tile * kSteps + s) * 2 + 0) * 32 + lane];
         const uint4 lo4 = fragments[((tile * kSteps + s) * 2 + 1) * 32 + lane];
         const std::uint32_t a_hi[4] = {hi4.x, hi4.y, hi4.z, hi4.w};
@@ -128,6 +140,7 @@ __device__ __forceinline__ void compute(const uint4* fragments, const float* poo
     const int key = first + 8 * warp + 2 * (lane % 4);
 #pragma unroll
     for (int tile = 0; tile < 2; ++tile) {
+      if (tile >= tiles) break;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = tile * 16 + lane / 4 + 8 * half;

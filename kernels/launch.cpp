@@ -48,14 +48,16 @@ void check_sinks(const AttentionShape& shape, const AttentionPolicy& policy) {
   }
 }
 
-// A pair's two score rows must fit one selection CTA's shared memory.
+// With the coarse branch a pair's two score rows must fit one selection CTA's shared memory
+// (each block's softmax needs its own row; without it a pair is one row, of its mean query).
 void check_pairs_fit(const AttentionShape& shape, const AttentionPolicy& policy) {
-  if (policy.query_blocks_per_list == 2 &&
-      detail::select_rows_per_cta(shape.blocks(), shape.head_dim, 2) < 2) {
-    throw InvalidArgument(
-        fmt::format("attention: query_blocks_per_list = 2 needs two rows of {} block scores in one "
-                    "selection CTA's shared memory, which {} tokens at head_dim {} exceed; use 1",
-                    shape.blocks(), shape.tokens, shape.head_dim));
+  const bool coarse = traits(policy.mode).coarse_branch;
+  if (policy.query_blocks_per_list == 2 && coarse &&
+      detail::select_rows_per_cta(shape.blocks(), shape.head_dim, 2, coarse) < 2) {
+    throw InvalidArgument(fmt::format(
+        "attention: query_blocks_per_list = 2 in mode {} needs two rows of {} block scores in one "
+        "selection CTA's shared memory, which {} tokens at head_dim {} exceed; use 1",
+        traits(policy.mode).name, shape.blocks(), shape.tokens, shape.head_dim));
   }
 }
 

@@ -53,8 +53,8 @@ struct SelectParams {
   float scale = 1.0f;  // 1/sqrt(head_dim)
 };
 void run_select(const SelectParams& params, cudaStream_t stream);
-// Query blocks one selection CTA takes (its score rows fill shared memory); 0 when a row is too
-// long for a pair's two rows (query_blocks_per_list 2 past ~1.5 M tokens).
-int select_rows_per_cta(int blocks, int head_dim, int query_blocks_per_list);
+// Score rows one selection CTA takes (they fill its shared memory); 0 when a row is too long for
+// a pair's two rows (query_blocks_per_list 2 with the coarse branch, past ~1.5 M tokens).
+int select_rows_per_cta(int blocks, int head_dim, int query_blocks_per_list, bool coarse);
 
 }  // namespace memplan::attention::detail

@@ -96,6 +96,7 @@ struct RegisterRow {
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < kSlots; ++i) {
+      if (32 * i >= n) break;  // uniform, as in each(): slots past the row stay unread
       const int j = 32 * i + lane;
       v[i] = j < n ? score_at(scores, partner, j) : 0.0f;
       if (j < n && forced(j)) forced_bits |= std::uint64_t{1} << i;

@@ -1,9 +1,13 @@
-// Block selection on the device. A CTA of 16 warps takes up to 32 consecutive query blocks
-// ("rows") of one (batch, head) and keeps all their scores in shared memory:
+// Block selection on the device. A CTA of 16 warps takes up to 32 consecutive score rows of one
+// (batch, head) (16 or as many as fit, whichever needs less time: balanced_rows) and keeps all
+// their scores in shared memory:
 // 1. scores s_j = mean(Q_row) . mean(K_j) / sqrt(d) on the tensor cores (block_scores.cuh);
 // 2. a warp per list, the row copied into registers (score_row.cuh; rows past 1,280 blocks are
 //    read from shared memory instead): mean and population std. A list belongs to one query
-//    block, or to a pair (2i, 2i + 1) whose row is the mean of the two (query_blocks_per_list);
+//    block, or to a pair (2i, 2i + 1) whose row is the mean of the two (query_blocks_per_list).
+//    A pair's row is scored once, from the pair's mean pooled Q (scores are linear in it): half
+//    the rows, so half the CTAs and half the reads of pooled K. Only the coarse branch, which
+//    needs each block's own softmax, scores both rows and averages them;
 // 3. the rule: threshold keeps s_j > mean + tau*std, capped at top_k; topk keeps the top_k. The
 //    k-th best score comes from topk_cut.cuh (a value histogram, then the boundary bin's few
 //    keys ranked exactly); ties at the boundary go to the lowest block index, so the result is
@@ -11,8 +15,9 @@
 // 4. forced blocks (diagonal +-1, sink keys) are added; sink query rows keep every block;
 // 5. ballots over ascending 32-block chunks compact the list, so it comes out sorted;
 // 6. coarse mode: each row's softmax over its scores times pooled V, V tiles shared by the CTA.
-// The scores of 32 rows fill most of shared memory, so a CTA is alone on its SM: 16 warps hide
-// the latency of both phases. Fixed shapes, no allocation, no host sync: capture-safe.
+// A CTA's scores fill much of shared memory and its 512 threads need up to 128 registers each,
+// so it is alone on its SM: 16 warps hide the latency of both phases. Fixed shapes, no
+// allocation, no host sync: capture-safe.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -46,13 +51,29 @@ __host__ __device__ constexpr int v_stride() {
 // The shared region before the score rows, used in turn by the Q fragments (step 1), the
 // per-warp histograms (3) and the V tiles (6).
 template <int D>
-__host__ __device__ constexpr std::size_t fixed_smem_bytes() {
+__host__ __device__ constexpr std::size_t fixed_smem_bytes(bool coarse) {
   const std::size_t fragments = scores::Shape<D>::kFragmentBytes;
   const std::size_t histograms = sizeof(unsigned) * kBins * kWarps;
-  const std::size_t v_tile = sizeof(float) * kKeyTile * v_stride<D>();
+  const std::size_t v_tile = coarse ? sizeof(float) * kKeyTile * v_stride<D>() : 0;
   const std::size_t most = fragments > histograms ? fragments : histograms;
   return most > v_tile ? most : v_tile;
 }
+
+// How a CTA's score rows map onto query blocks (step 2): `span` query blocks per score row (2:
+// a pair scored from its mean pooled Q), or a pair's two rows side by side (`row_pairs`, the
+// coarse branch's pairs).
+struct RowLayout {
+  int span = 1;
+  bool row_pairs = false;
+
+  __host__ __device__ static RowLayout of(int query_blocks_per_list, bool coarse) {
+    const bool pairs = query_blocks_per_list == 2;
+    return {pairs && !coarse ? 2 : 1, pairs && coarse};
+  }
+  [[nodiscard]] __host__ __device__ int rows(int blocks) const {
+    return (blocks + span - 1) / span;
+  }
+};
 
 // Pooled rows [first, first + ROWS) of one head, ROWS*D/4 float4 spread over the CTA; rows at or
 // past `limit` are zeros. Loaded into registers, stored to the padded tile after a barrier.
@@ -122,24 +143,38 @@ __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row
 
   // 4-5. Ascending compaction by ballots: forced blocks, the rule's, every block of a dense row;
   //      written to `list_rows` consecutive rows from list_row (the query blocks of the list).
+  //      Only some of the scores equal to the cut kept (rare: top-k's boundary among equal
+  //      scores) needs a rank among them, a second ballot per chunk; the usual cases (none kept:
+  //      the threshold rule; all kept: top-k's boundary score alone, kAllTies) compare only.
   int* list = p.kv_idx + list_row * p.max_k;
   const unsigned below_me = (1u << lane) - 1u;
   int written = 0;
-  int ties_seen = 0;
-  row.each([&](const Column& col) {
-    const bool tie = col.candidate() && col.s == cut;
-    const unsigned tie_mask = __ballot_sync(0xffffffffu, tie);
-    const bool keep = col.valid && (dense_row || col.forced || (col.candidate() && col.s > cut) ||
-                                    (tie && ties_seen + __popc(tie_mask & below_me) < ties));
-    ties_seen += __popc(tie_mask);
+  auto emit = [&](int j, bool keep) {
     const unsigned keep_mask = __ballot_sync(0xffffffffu, keep);
     const int slot = written + __popc(keep_mask & below_me);
     if (keep && slot < p.max_k) {
-      list[slot] = col.j;
-      if (list_rows == 2) list[p.max_k + slot] = col.j;
+      list[slot] = j;
+      if (list_rows == 2) list[p.max_k + slot] = j;
     }
     written += __popc(keep_mask);
-  });
+  };
+  if (ties == 0 || ties == kAllTies) {
+    const bool equal_kept = ties == kAllTies;
+    row.each([&](const Column& col) {
+      const bool chosen = col.candidate() && (col.s > cut || (equal_kept && col.s == cut));
+      emit(col.j, col.valid && (dense_row || col.forced || chosen));
+    });
+  } else {
+    int ties_seen = 0;
+    row.each([&](const Column& col) {
+      const bool tie = col.candidate() && col.s == cut;
+      const unsigned tie_mask = __ballot_sync(0xffffffffu, tie);
+      const bool keep = col.valid && (dense_row || col.forced || (col.candidate() && col.s > cut) ||
+                                      (tie && ties_seen + __popc(tie_mask & below_me) < ties));
+      ties_seen += __popc(tie_mask);
+      emit(col.j, keep);
+    });
+  }
   // A dense row reports every block (the attention kernel then ignores its list).
   if (lane < list_rows) p.kv_count[list_row + lane] = dense_row ? n : min(written, p.max_k);
 }
@@ -150,28 +185,30 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
   constexpr int S = v_stride<D>();
   const int n = p.blocks;
   // [rows][scores::row_stride(n)]
-  float* scores_all = reinterpret_cast<float*>(smem + fixed_smem_bytes<D>());
+  float* scores_all = reinterpret_cast<float*>(smem + fixed_smem_bytes<D>(p.coarse != nullptr));
   const int stride = scores::row_stride(n);
+  const RowLayout layout = RowLayout::of(p.query_blocks_per_list, p.coarse != nullptr);
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const std::int64_t head_row0 = static_cast<std::int64_t>(blockIdx.y) * n;
   const int q_first = blockIdx.x * rows;
-  const int q_limit = min(q_first + rows, n);  // rows of this CTA: [q_first, q_limit)
+  const int q_limit = min(q_first + rows, layout.rows(n));  // score rows: [q_first, q_limit)
 
   // 1. Scores.
   auto* fragments = reinterpret_cast<uint4*>(smem);
-  scores::load_query_fragments<D, kThreads>(fragments, p.pooled_q + head_row0 * D, q_first,
-                                            q_limit);
+  scores::load_query_fragments<D, kThreads>(fragments, p.pooled_q + head_row0 * D, q_first, q_limit,
+                                            layout.span, n);
   __syncthreads();
   scores::compute<D, kWarps>(fragments, p.pooled_k + head_row0 * D, n, rows, p.scale, scores_all);
   __syncthreads();  // every score written; the fragments' space becomes the histograms
 
-  // 2-5. A warp per list. One query block a list: the warp's rows are warp and warp + 16. A
-  //      list per pair: the warp's rows are its pair, 2 * warp and 2 * warp + 1 (a CTA's first
-  //      row is even, launch()), and the list is chosen once, on the first.
+  // 2-5. A warp per list. A score row a list: the warp's rows are warp and warp + 16. A pair's
+  //      two rows (row_pairs): the warp's rows are its pair, 2 * warp and 2 * warp + 1 (a CTA's
+  //      first row is even, launch()), and the list is chosen once, on the first.
   const bool pairs = p.query_blocks_per_list == 2;
-  auto row_of_slot = [&](int i) { return pairs ? 2 * warp + i : warp + kWarps * i; };
+  const bool row_pairs = layout.row_pairs;
+  auto row_of_slot = [&](int i) { return row_pairs ? 2 * warp + i : warp + kWarps * i; };
   unsigned* hist = reinterpret_cast<unsigned*>(smem) + warp * kBins;
   for (int i = lane; i < kBins; i += 32) hist[i] = 0u;
   __syncwarp();
@@ -182,10 +219,10 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
     inv_denominator[i] = 0.0f;
     if (q_first + r >= q_limit) continue;  // warp-uniform
     float* scores = scores_all + r * stride;
-    const int q_block = q_first + r;
-    if (!pairs || i == 0) {
+    const int q_block = layout.span * (q_first + r);  // the list's first query block
+    if (!row_pairs || i == 0) {
       // The list's query blocks: q_block, and its pair's second when it has one.
-      const int list_rows = pairs && q_block + 1 < q_limit ? 2 : 1;
+      const int list_rows = pairs && q_block + 1 < n ? 2 : 1;
       const int last_block = q_block + list_rows - 1;
       const std::int64_t list_row = head_row0 + q_block;
       const int band_lo = max(0, q_block - kDiagonalRadius);
@@ -199,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
       const int overlap = max(0, min(band_hi, p.sink_key_end) - max(band_lo, p.sink_key_begin));
       const int candidates =
           n - (band_hi - band_lo) - (p.sink_key_end - p.sink_key_begin) + overlap;
-      const float* partner = list_rows == 2 ? scores + stride : nullptr;
+      const float* partner = row_pairs && list_rows == 2 ? scores + stride : nullptr;
       if (n <= 32 * kSlots) {
         select_row(p, RegisterRow<kSlots>(scores, partner, n, forced), dense_row, candidates,
                    list_row, list_rows, hist);
@@ -265,30 +302,54 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
   }
 }
 
+// Score rows a CTA holds; 0 when a pair's two rows (row_pairs) do not fit.
 template <int D>
-int rows_per_cta(int blocks, int query_blocks_per_list) {
+int rows_per_cta(int blocks, int query_blocks_per_list, bool coarse) {
   static_assert(kRowsPerWarp * kWarps == kRowTile, "each warp owns whole rows");
   const std::size_t per_row = sizeof(float) * static_cast<std::size_t>(scores::row_stride(blocks));
   const int rows = static_cast<int>(
-      std::min<std::size_t>((kSmemLimit - fixed_smem_bytes<D>()) / per_row, kRowTile));
-  if (query_blocks_per_list == 2) return rows - rows % 2;  // whole pairs
+      std::min<std::size_t>((kSmemLimit - fixed_smem_bytes<D>(coarse)) / per_row, kRowTile));
+  if (RowLayout::of(query_blocks_per_list, coarse).row_pairs) return rows - rows % 2;
   return std::max(rows, 1);
+}
+
+// Of the rows that fit, how many a CTA takes. A warp takes one list, or two past 16 rows, and a
+// CTA lasts as long as its busiest warp plus a fixed part (the Q fragments, streaming pooled K),
+// about 0.4 of a list: so 17-32 rows cost a CTA ~2.4 lists' time, 16 rows ~1.4, and the choice
+// with fewer (waves of CTAs) x (that) wins. Fitted to H200 timings (2026-12-02, 32k-169k tokens):
+// 16 rows were 15-20 % faster at 169k tokens and for pairs at 32k, 32 rows 9-12 % faster for a
+// list per block at 32k and 75.6k.
+int balanced_rows(int fit, int score_rows, int heads, int sms, bool row_pairs) {
+  if (row_pairs || fit <= kWarps) return fit;
+  auto cost = [&](int rows, double per_cta) {
+    const long long ctas = static_cast<long long>((score_rows + rows - 1) / rows) * heads;
+    return static_cast<double>((ctas + sms - 1) / sms) * per_cta;
+  };
+  return cost(kWarps, 1.4) < cost(fit, 2.4) ? kWarps : fit;
 }
 
 template <int D>
 void launch(const SelectParams& params, cudaStream_t stream) {
-  const int rows = rows_per_cta<D>(params.blocks, params.query_blocks_per_list);
-  if (rows < 1) {  // launch.cpp checks it first: select_rows_per_cta
+  const bool coarse = params.coarse != nullptr;
+  const int fit = rows_per_cta<D>(params.blocks, params.query_blocks_per_list, coarse);
+  if (fit < 1) {  // launch.cpp checks it first: select_rows_per_cta
     throw InvalidArgument("attention selection: a row of " + std::to_string(params.blocks) +
                           " blocks leaves no room for a pair's two rows");
   }
+  const RowLayout layout = RowLayout::of(params.query_blocks_per_list, coarse);
+  const int heads_total = params.rows / params.blocks;
+  const int score_rows = layout.rows(params.blocks);
+  int device = 0;
+  int sms = 0;
+  MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
+  MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int rows = balanced_rows(fit, score_rows, heads_total, sms, layout.row_pairs);
   const std::size_t smem =
-      fixed_smem_bytes<D>() +
+      fixed_smem_bytes<D>(coarse) +
       sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks)) * rows;
   MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(
       &select_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  const int heads_total = params.rows / params.blocks;
-  const dim3 grid(static_cast<unsigned>((params.blocks + rows - 1) / rows),
+  const dim3 grid(static_cast<unsigned>((score_rows + rows - 1) / rows),
                   static_cast<unsigned>(heads_total));
   select_kernel<D><<<grid, kThreads, smem, stream>>>(params, rows);
   check_launch("select_kernel");
@@ -296,9 +357,9 @@ void launch(const SelectParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-int select_rows_per_cta(int blocks, int head_dim, int query_blocks_per_list) {
-  return head_dim == 64 ? rows_per_cta<64>(blocks, query_blocks_per_list)
-                        : rows_per_cta<128>(blocks, query_blocks_per_list);
+int select_rows_per_cta(int blocks, int head_dim, int query_blocks_per_list, bool coarse) {
+  return head_dim == 64 ? rows_per_cta<64>(blocks, query_blocks_per_list, coarse)
+                        : rows_per_cta<128>(blocks, query_blocks_per_list, coarse);
 }
 
 void run_select(const SelectParams& params, cudaStream_t stream) {

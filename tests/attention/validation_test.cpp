@@ -47,12 +47,14 @@ TEST(AttentionValidation, UnknownKernelChoiceIsAnErrorNamingIt) {
   }
 }
 
-// One list per pair of query blocks needs the pair's two score rows in one selection CTA: past
-// ~1.5 M tokens at head_dim 128 they do not fit, which is an error naming the option, before any
-// launch (1 list per block still runs there).
-TEST(AttentionValidation, PairListsTooLongForTheSelectionAreAnErrorNamingTheOption) {
+// With the coarse branch, one list per pair of query blocks needs the pair's two score rows in one
+// selection CTA: past ~1.5 M tokens at head_dim 128 they do not fit, which is an error naming
+// the option and the mode, before any launch (1 list per block still runs there; so do pairs in
+// the other modes, scored as one row of the pair's mean query).
+TEST(AttentionValidation, CoarsePairListsTooLongForTheSelectionAreAnErrorNamingTheOption) {
   Args a;
   a.shape = AttentionShape{1, std::int64_t{kMaxBlocks} * 64, 1, 128};
+  a.policy.mode = SparsityMode::Coarse;
   a.policy.query_blocks_per_list = 2;
   a.workspace_size = workspace_bytes(a.shape, a.policy);
   for (const bool selection_only : {false, true}) {
@@ -64,8 +66,9 @@ TEST(AttentionValidation, PairListsTooLongForTheSelectionAreAnErrorNamingTheOpti
       }
       FAIL() << "pair lists of " << a.shape.tokens << " tokens were accepted";
     } catch (const InvalidArgument& error) {
-      EXPECT_NE(std::string(error.what()).find("query_blocks_per_list = 2"), std::string::npos)
-          << error.what();
+      const std::string what = error.what();
+      EXPECT_NE(what.find("query_blocks_per_list = 2"), std::string::npos) << what;
+      EXPECT_NE(what.find("coarse"), std::string::npos) << what;
     }
   }
 }
