@@ -10,6 +10,7 @@
 // ATTENTION_BENCH_KERNELS=tma,wgmma,mma picks the paths (comma-separated; default tma,wgmma).
 // ATTENTION_BENCH_FULL_LIST=1 adds top-k 100 % (every block listed): the block-list path at dense's
 // work. Modes named "/2" select one list per pair of query blocks (query_blocks_per_list 2).
+// ATTENTION_BENCH_MODES=topk10/2,tau1.5/2 runs only the named modes (default: all).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -121,20 +122,23 @@ struct Inputs {
   }
 };
 
-// The paths to time, from ATTENTION_BENCH_KERNELS or the Hopper paths; the first is the
-// reference.
-std::vector<std::string> kernel_paths() {
-  const char* list = std::getenv("ATTENTION_BENCH_KERNELS");
-  std::string text = list != nullptr && *list != '\0' ? list : "tma,wgmma";
-  std::vector<std::string> paths;
+// The comma-separated items of environment variable `name`, or of `fallback` when it is unset.
+std::vector<std::string> env_list(const char* name, const char* fallback) {
+  const char* list = std::getenv(name);
+  std::string text = list != nullptr && *list != '\0' ? list : fallback;
+  std::vector<std::string> items;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
-    if (comma > start) paths.push_back(text.substr(start, comma - start));
+    if (comma > start) items.push_back(text.substr(start, comma - start));
     start = comma + 1;
   }
-  return paths;
+  return items;
 }
+
+// The paths to time, from ATTENTION_BENCH_KERNELS or the Hopper paths; the first is the
+// reference.
+std::vector<std::string> kernel_paths() { return env_list("ATTENTION_BENCH_KERNELS", "tma,wgmma"); }
 
 void use_kernel(const std::string& path) { setenv("MEMPLAN_ATTENTION_KERNEL", path.c_str(), 1); }
 
@@ -212,7 +216,11 @@ void run(std::int64_t tokens) {
         full != nullptr && *full == '1') {
       modes.push_back(Mode{"topk100", SparsityMode::TopK, 0.0f, 100.0f});
     }
+    const std::vector<std::string> wanted = env_list("ATTENTION_BENCH_MODES", "");
     for (const Mode& m : modes) {
+      if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) {
+        continue;
+      }
       AttentionPolicy policy;
       policy.mode = m.mode;
       policy.tau = m.tau;
