@@ -98,6 +98,23 @@ def test_both_graphs_rows_share_the_capture_bound_and_memplan_graphs_matches_tor
     assert "| True (vs caching-graphs) | - |" in line
 
 
+def test_memplan_graphs_equal_to_eager_is_compared_with_eager_when_torch_graphs_differ():
+    # The DiT: caching-graphs captured a path that later steps leave (the attention window), so
+    # it differs from eager; memplan-graphs re-captured after the break and equals eager.
+    runs = [run("caching", 0, [5.0], 4 * GiB, GiB, GiB, "eager", allocator_calls_measured=0),
+            run("memplan-graphs", 0, [4.0], 4 * GiB, GiB, 2 * GiB, "eager", breaks=1,
+                branches=3, rogues=0, allocator_calls_measured=0, graphs={"graph_launches": 3}),
+            run("caching-graphs", 0, [6.0], 6 * GiB, GiB, 3 * GiB, "stale",
+                allocator_calls_measured=0, graphs={"graph_launches": 3})]
+    rows = {r["allocator"]: r for r in bench.summarise(runs)}
+    assert rows["memplan-graphs"]["compared_with"] == "caching"
+    assert rows["memplan-graphs"]["bitwise_equal_to_caching"] is True
+    assert rows["caching-graphs"]["bitwise_equal_to_caching"] is False
+    line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
+                if x.startswith("| vit | memplan-graphs"))
+    assert "| True | - |" in line
+
+
 def test_resume_takes_the_records_an_earlier_invocation_left(tmp_path):
     import json
 
