@@ -61,8 +61,8 @@ memplan's runs write each branch of the step as a planner problem with its plan 
 (runs/<model>.<allocator>.<repeat>.<step>.branch<N>.csv, the capture step's "<name>:graph" as
 "<name>.graph"; `memplan plan FILE` re-plans one).
 Outputs: the DiT's latents after the last step, the other models' last output; "bitwise =
-caching" compares their SHA-256 with the caching allocator's (CUBLAS_WORKSPACE_CONFIG=:4096:8 and
-deterministic cuDNN in every run); memplan-graphs compares with caching where its outputs equal
+caching" compares their SHA-256 with the caching allocator's (CUBLAS_WORKSPACE_CONFIG=:4096:8, or
+--cublas-workspace-config, and deterministic cuDNN in every run); memplan-graphs compares with caching where its outputs equal
 caching's, else with caching-graphs where that ran (a captured step may run other kernels than
 the eager one: bench/torch_graph_determinism.py). The column names which.
 """
@@ -369,14 +369,25 @@ def worker(args):
 # ---------------------------------------------------------------------------------------------
 # The driver: every model under every allocator, each in its own process.
 
-def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None):
+def cublas_environment(env, setting):
+    """CUBLAS_WORKSPACE_CONFIG for every run: `setting`, or unset with "none" (cuBLAS's own
+    default, much faster for ViT: bench/torch_host_time.py measured ~12 ms a step against ~35
+    with :4096:8 on the H200, 2026-12-02)."""
+    if setting == "none":
+        env.pop("CUBLAS_WORKSPACE_CONFIG", None)
+    else:
+        env["CUBLAS_WORKSPACE_CONFIG"] = setting
+    return env
+
+
+def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None, cublas=":4096:8"):
     path = os.path.join(out_dir, "runs", f"{model}.{allocator}.{repeat}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     env = dict(os.environ)
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     if allocator == "async":
         env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
-    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # the same cuBLAS setup in every run
+    cublas_environment(env, cublas)  # the same cuBLAS setup in every run
     env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
     command = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
                "--allocator", allocator, "--json", path] + (["--quick"] if quick else [])
@@ -557,7 +568,7 @@ def driver(args):
             for allocator in order:
                 r = (_earlier_run(model, allocator, repeat, args.out) if args.resume else None) \
                     or run_one(model, allocator, args.quick, args.out, repeat, args.timeout,
-                               args.pin)
+                               args.pin, args.cublas_workspace_config)
                 r["repeat"] = repeat
                 runs.append(r)
                 status = r.get("error", "").splitlines()[-1:] or [
@@ -570,7 +581,8 @@ def driver(args):
     torch_version = next((r["torch"] for r in runs if "torch" in r), "?")
     header = (f"torch_allocators ({'quick' if args.quick else 'full'}, {repeats} repeat(s), "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {device}, "
-              f"PyTorch {torch_version})")
+              f"PyTorch {torch_version}, CUBLAS_WORKSPACE_CONFIG "
+              f"{args.cublas_workspace_config})")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "torch_allocators.json"), "w") as f:
         json.dump({"header": header, "rows": rows, "runs": runs}, f, indent=1)
@@ -595,6 +607,9 @@ def main():
     parser.add_argument("--pin", type=int,
                         help="run each process on this CPU core (taskset), as "
                              "bench/torch_host_time.py --pin does")
+    parser.add_argument("--cublas-workspace-config", default=":4096:8",
+                        help="CUBLAS_WORKSPACE_CONFIG of every run (deterministic cuBLAS for the "
+                             "bitwise column); 'none' leaves it unset")
     parser.add_argument("--resume", action="store_true",
                         help="take the runs already recorded in <out>/runs instead of running "
                              "them again (a table of several repeats made in several sittings)")

@@ -171,3 +171,11 @@ def test_per_repeat_steps_are_in_repeat_order_with_their_probes():
     line = next(x for x in bench.markdown(bench.summarise(runs), "h").splitlines()
                 if "| memplan |" in x)
     assert line.endswith("| 5.00 (6.8) / 8.00 (10.5) |")
+
+
+def test_the_cublas_setting_is_set_for_every_run_or_left_unset_with_none():
+    assert bench.cublas_environment({}, ":4096:8") == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
+    assert bench.cublas_environment({"CUBLAS_WORKSPACE_CONFIG": ":16:8"}, ":4096:8") == {
+        "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
+    assert bench.cublas_environment({"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "A": "1"}, "none") == {
+        "A": "1"}
