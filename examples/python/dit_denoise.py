@@ -148,12 +148,18 @@ def main():
     parser.add_argument("--graphs", action="store_true", help="capture stable steps as graphs")
     parser.add_argument("--second-tokens", type=int, default=0,
                         help="a second pass at another token count (0: none)")
+    parser.add_argument("--query-blocks-per-list", type=int, default=1, choices=(1, 2),
+                        help="2: one key-block list per pair of query blocks (docs/attention.md)")
     args = parser.parse_args()
 
     memplan.torch.install()
     model = build_model(blocks=args.blocks)
     for tokens in [args.tokens] + ([args.second_tokens] if args.second_tokens else []):
-        loop = DenoiseLoop(model, tokens, args.steps, tuple(args.window), sparse=not args.dense)
+        policy = memplan.torch.attention_policy(
+            mode="tau", window=tuple(args.window),
+            query_blocks_per_list=args.query_blocks_per_list)
+        loop = DenoiseLoop(model, tokens, args.steps, tuple(args.window), sparse=not args.dense,
+                           policy=policy)
         graphed = memplan.graphs.GraphedStep("denoise", loop.euler_step, enabled=args.graphs)
         for i in range(args.steps):
             start = time.perf_counter()
