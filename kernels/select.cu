@@ -28,6 +28,7 @@
 #include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
 #include "score_row.cuh"
+#include "select_rows.hpp"
 #include "topk_cut.cuh"
 
 namespace memplan::attention::detail {
@@ -35,7 +36,8 @@ namespace memplan::attention::detail {
 namespace {
 
 constexpr int kThreads = 512;
-constexpr int kWarps = kThreads / 32;
+constexpr int kWarps = kSelectWarps;
+static_assert(kThreads == 32 * kWarps);
 constexpr int kRowTile = scores::kRows;  // query rows per CTA (fewer when rows are long)
 constexpr int kRowsPerWarp = kRowTile / kWarps;
 constexpr int kSlots = 40;    // register row: up to 1,280 key blocks
@@ -311,21 +313,6 @@ int rows_per_cta(int blocks, int query_blocks_per_list, bool coarse) {
       std::min<std::size_t>((kSmemLimit - fixed_smem_bytes<D>(coarse)) / per_row, kRowTile));
   if (RowLayout::of(query_blocks_per_list, coarse).row_pairs) return rows - rows % 2;
   return std::max(rows, 1);
-}
-
-// Of the rows that fit, how many a CTA takes. A warp takes one list, or two past 16 rows, and a
-// CTA lasts as long as its busiest warp plus a fixed part (the Q fragments, streaming pooled K),
-// about 0.4 of a list: so 17-32 rows cost a CTA ~2.4 lists' time, 16 rows ~1.4, and the choice
-// with fewer (waves of CTAs) x (that) wins. Fitted to H200 timings (2026-12-02, 32k-169k tokens):
-// 16 rows were 15-20 % faster at 169k tokens and for pairs at 32k, 32 rows 9-12 % faster for a
-// list per block at 32k and 75.6k.
-int balanced_rows(int fit, int score_rows, int heads, int sms, bool row_pairs) {
-  if (row_pairs || fit <= kWarps) return fit;
-  auto cost = [&](int rows, double per_cta) {
-    const long long ctas = static_cast<long long>((score_rows + rows - 1) / rows) * heads;
-    return static_cast<double>((ctas + sms - 1) / sms) * per_cta;
-  };
-  return cost(kWarps, 1.4) < cost(fit, 2.4) ? kWarps : fit;
 }
 
 template <int D>
