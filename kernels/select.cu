@@ -1,5 +1,5 @@
 // Block selection on the device. A CTA of 16 warps takes up to 32 consecutive score rows of one
-// (batch, head) (16 or as many as fit, whichever needs less time: balanced_rows) and keeps all
+// (batch, head) (16 or as many as fit, whichever needs less time: select_rows.hpp) and keeps all
 // their scores in shared memory:
 // 1. scores s_j = mean(Q_row) . mean(K_j) / sqrt(d) on the tensor cores (block_scores.cuh);
 // 2. a warp per list, the row copied into registers (score_row.cuh; rows past 1,280 blocks are
