@@ -145,9 +145,9 @@ __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row
 
   // 4-5. Ascending compaction by ballots: forced blocks, the rule's, every block of a dense row;
   //      written to `list_rows` consecutive rows from list_row (the query blocks of the list).
-  //      Only some of the scores equal to the cut kept (rare: top-k's boundary among equal
-  //      scores) needs a rank among them, a second ballot per chunk; the usual cases (none kept:
-  //      the threshold rule; all kept: top-k's boundary score alone, kAllTies) compare only.
+  //      Keeping some but not all of the scores equal to the cut (rare: top-k's boundary among
+  //      equal scores) needs their ranks, a second ballot per chunk; the usual cases (none kept:
+  //      the threshold rule; all kept, kAllTies: top-k's boundary score alone) compare only.
   int* list = p.kv_idx + list_row * p.max_k;
   const unsigned below_me = (1u << lane) - 1u;
   int written = 0;
