@@ -145,38 +145,24 @@ __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row
 
   // 4-5. Ascending compaction by ballots: forced blocks, the rule's, every block of a dense row;
   //      written to `list_rows` consecutive rows from list_row (the query blocks of the list).
-  //      Keeping some but not all of the scores equal to the cut (rare: top-k's boundary among
-  //      equal scores) needs their ranks, a second ballot per chunk; the usual cases (none kept:
-  //      the threshold rule; all kept, kAllTies: top-k's boundary score alone) compare only.
   int* list = p.kv_idx + list_row * p.max_k;
   const unsigned below_me = (1u << lane) - 1u;
   int written = 0;
-  auto emit = [&](int j, bool keep) {
+  int ties_seen = 0;
+  row.each([&](const Column& col) {
+    const bool tie = col.candidate() && col.s == cut;
+    const unsigned tie_mask = __ballot_sync(0xffffffffu, tie);
+    const bool keep = col.valid && (dense_row || col.forced || (col.candidate() && col.s > cut) ||
+                                    (tie && ties_seen + __popc(tie_mask & below_me) < ties));
+    ties_seen += __popc(tie_mask);
     const unsigned keep_mask = __ballot_sync(0xffffffffu, keep);
     const int slot = written + __popc(keep_mask & below_me);
     if (keep && slot < p.max_k) {
-      list[slot] = j;
-      if (list_rows == 2) list[p.max_k + slot] = j;
+      list[slot] = col.j;
+      if (list_rows == 2) list[p.max_k + slot] = col.j;
     }
     written += __popc(keep_mask);
-  };
-  if (ties == 0 || ties == kAllTies) {
-    const bool equal_kept = ties == kAllTies;
-    row.each([&](const Column& col) {
-      const bool chosen = col.candidate() && (col.s > cut || (equal_kept && col.s == cut));
-      emit(col.j, col.valid && (dense_row || col.forced || chosen));
-    });
-  } else {
-    int ties_seen = 0;
-    row.each([&](const Column& col) {
-      const bool tie = col.candidate() && col.s == cut;
-      const unsigned tie_mask = __ballot_sync(0xffffffffu, tie);
-      const bool keep = col.valid && (dense_row || col.forced || (col.candidate() && col.s > cut) ||
-                                      (tie && ties_seen + __popc(tie_mask & below_me) < ties));
-      ties_seen += __popc(tie_mask);
-      emit(col.j, keep);
-    });
-  }
+  });
   // A dense row reports every block (the attention kernel then ignores its list).
   if (lane < list_rows) p.kv_count[list_row + lane] = dense_row ? n : min(written, p.max_k);
 }

@@ -3,9 +3,9 @@
 //
 // Wanted: the k-th best score among the row's candidate blocks, `cut`, and how many scores
 // equal to it are kept, `ties`, so that "score > cut, or among the first `ties` equal to cut"
-// keeps exactly k (kAllTies: all of them). A radix select over the 32 bits of a rank key costs 32
-// passes over the row, or 4 passes of 8-bit digits whose shared histogram takes every lane's atomic
-// on the same bin (a row's scores share their sign and exponent bits). Here:
+// keeps exactly k. A radix select over the 32 bits of a rank key costs 32 passes over the row,
+// or 4 passes of 8-bit digits whose shared histogram takes every lane's atomic on the same bin
+// (a row's scores share their sign and exponent bits). Here:
 //   1. min and max of the candidates' scores (one pass);
 //   2. a 256-bin histogram over the linear map (s - min) * 256 / (max - min): monotone in s, so
 //      every score in a higher bin is strictly greater; Gaussian-like rows spread over the bins,
@@ -22,10 +22,6 @@
 #include "score_row.cuh"
 
 namespace memplan::attention::detail {
-
-// `ties` when every score equal to the cut is kept: then "score >= cut" alone decides, with no
-// rank among the equal scores (the usual case: the boundary score is unique).
-constexpr int kAllTies = 0x7fffffff;
 
 // The fallback: one bit of the rank key per pass, counts by warp sums.
 template <typename Row>
@@ -154,8 +150,6 @@ __device__ void topk_cut(const Row& row, int k, unsigned* hist, float& cut, int&
   const int cut_lane = __ffs(__ballot_sync(0xffffffffu, is_cut)) - 1;
   cut = __shfl_sync(0xffffffffu, mine_s, cut_lane);
   ties = remaining - __shfl_sync(0xffffffffu, better, cut_lane);
-  // Every score equal to the cut lies in this bin, so `equal` counts them all.
-  if (ties == __shfl_sync(0xffffffffu, equal, cut_lane)) ties = kAllTies;
   __syncwarp();
   if (lane < static_cast<int>(in_bin)) hist[lane] = 0u;
   __syncwarp();
