@@ -9,17 +9,19 @@
 // per SM (the scores fill shared memory).
 //
 // The reduction order over head_dim is free, so both operands use the same permutation of each
-// 16-wide k-step: lane t of a quad holds dims 4t..4t+3, so one float4 load feeds a fragment.
+// 16-wide k-step: lane t of a quad holds dims 4t..4t+3, so one 16-byte load feeds a fragment.
 // Q (fixed for the CTA): fragments built once, hi and lo, in shared memory in lane order (one
-// conflict-free 16-byte load each). K: each warp reads its 8 key rows straight from global
-// memory (L2: a head's pooled K is 0.6 MB at 1,182 blocks), the next 8 x 16 warps' rows
-// prefetched into registers while the current ones are multiplied.
+// conflict-free 16-byte load each). K: split once by the pooling kernel (split_bf16.cuh), so
+// each warp reads its 8 key rows' operands straight from global memory (L2: a head's pooled K
+// is 0.6 MB at 1,182 blocks), the next 8 x 16 warps' rows prefetched into registers while the
+// current ones are multiplied.
 #pragma once
 
 #include <cstdint>
 
 #include "launchers.hpp"
 #include "mma.cuh"
+#include "split_bf16.cuh"
 
 namespace memplan::attention::detail::scores {
 
@@ -31,15 +33,6 @@ struct Shape {
   // Q fragments: [m tile][k-step][hi, lo][lane] of uint4.
   static constexpr std::size_t kFragmentBytes = 2u * kSteps * 2u * 32u * sizeof(uint4);
 };
-
-// hi and lo bf16 pairs of (a, b): hi = bf16(x), lo = bf16(x - hi).
-__device__ __forceinline__ void split_pair(float a, float b, std::uint32_t& hi, std::uint32_t& lo) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  const float2 back = __bfloat1622float2(h);
-  const __nv_bfloat162 l = __floats2bfloat162_rn(a - back.x, b - back.y);
-  hi = *reinterpret_cast<const std::uint32_t*>(&h);
-  lo = *reinterpret_cast<const std::uint32_t*>(&l);
-}
 
 // Builds the Q fragments of score rows [first, limit) (zeros past `limit`, up to kRows rows)
 // into `fragments` (Shape<D>::kFragmentBytes, 16-byte aligned). Score row r is query block r, or
@@ -86,67 +79,70 @@ __device__ __forceinline__ void load_query_fragments(uint4* fragments, const flo
 // different bank pairs.
 __host__ __device__ constexpr int row_stride(int n) { return (n + 23) / 32 * 32 + 8; }
 
-// scores[r * row_stride(n) + key] = scale * Qbar_r . Kbar_key for r < rows (<= kRows), every
-// key < n; with rows <= 16 only the first m16 tile is multiplied. `pooled_k` points at the
-// head's key block 0. Every warp of the CTA calls it.
-template <int D, int kWarps>
-__device__ __forceinline__ void compute(const uint4* fragments, const float* pooled_k, int n,
+// scores[r * row_stride(n) + key] = scale * Qbar_r . Kbar_key for r < rows (<= 16 * kTiles),
+// every key < n: kTiles m16 tiles of query rows (1 when rows <= 16). `pooled_k_split` points at
+// the head's key block 0, in split words (split_bf16.cuh). Every warp of the CTA calls it.
+//
+// The three products of a k-step go to two accumulator chains a tile, summed at the end: a
+// single chain is 24 dependent mma per pass, and with one tile nothing else hides them.
+// kPrefetch: the next pass's keys are loaded while this one multiplies (twice the registers for
+// K; without it, another CTA on the SM has to hide the loads).
+template <int D, int kWarps, int kTiles, bool kPrefetch>
+__device__ __forceinline__ void compute(const uint4* fragments, const void* pooled_k_split, int n,
                                         int rows, float scale, float* scores) {
+  static_assert(kTiles == 1 || kTiles == 2);
   const int stride = row_stride(n);
   constexpr int kSteps = Shape<D>::kSteps;
   constexpr int kSpan = 8 * kWarps;  // keys per pass: 8 per warp
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int dim = 4 * (lane % 4);
-  const int tiles = rows > 16 ? 2 : 1;
+  const auto* words = static_cast<const uint4*>(pooled_k_split) + lane % 4;
 
-  auto load = [&](float4(&k)[kSteps], int first) {
+  // Lane t of a quad: dims 4t..4t+3 of each 16-wide k-step of key `key`, one word each.
+  auto load = [&](uint4(&k)[kSteps], int first) {
     const int key = first + 8 * warp + lane / 4;
-    const auto* src =
-        reinterpret_cast<const float4*>(pooled_k + static_cast<std::int64_t>(key) * D + dim);
+    const uint4* src = words + static_cast<std::int64_t>(key) * (D / 4);
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      k[s] = key < n ? __ldg(src + 4 * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
+    for (int s = 0; s < kSteps; ++s) k[s] = key < n ? __ldg(src + 4 * s) : make_uint4(0, 0, 0, 0);
   };
 
-  float4 current[kSteps];
-  load(current, 0);
+  uint4 current[kSteps];
+  if constexpr (kPrefetch) load(current, 0);
   for (int first = 0; first < n; first += kSpan) {
-    float4 next[kSteps];
-    if (first + kSpan < n) load(next, first + kSpan);  // warp-uniform
+    uint4 next[kSteps];
+    if constexpr (kPrefetch) {
+      if (first + kSpan < n) load(next, first + kSpan);  // warp-uniform
+    } else {
+      load(current, first);
+    }
 
-    float acc[2][4] = {};
+    float acc[kTiles][2][4] = {};  // [tile][chain]: hi.hi, then hi.lo + lo.hi
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
-      std::uint32_t b_hi[2];
-      std::uint32_t b_lo[2];
-      split_pair(current[s].x, current[s].y, b_hi[0], b_lo[0]);
-      split_pair(current[s].z, current[s].w, b_hi[1], b_lo[1]);
+      const std::uint32_t b_hi[2] = {current[s].x, current[s].y};
+      const std::uint32_t b_lo[2] = {current[s].z, current[s].w};
 #pragma unroll
-      for (int tile = 0; tile < 2; ++tile) {
-        if (tile >= tiles) break;  // uniform
+      for (int tile = 0; tile < kTiles; ++tile) {
         const uint4 hi4 = fragments[((tile * kSteps + s) * 2 + 0) * 32 + lane];
         const uint4 lo4 = fragments[((tile * kSteps + s) * 2 + 1) * 32 + lane];
         const std::uint32_t a_hi[4] = {hi4.x, hi4.y, hi4.z, hi4.w};
         const std::uint32_t a_lo[4] = {lo4.x, lo4.y, lo4.z, lo4.w};
-        mma_bf16(acc[tile], a_hi, b_hi[0], b_hi[1]);
-        mma_bf16(acc[tile], a_hi, b_lo[0], b_lo[1]);
-        mma_bf16(acc[tile], a_lo, b_hi[0], b_hi[1]);
+        mma_bf16(acc[tile][0], a_hi, b_hi[0], b_hi[1]);
+        mma_bf16(acc[tile][1], a_hi, b_lo[0], b_lo[1]);
+        mma_bf16(acc[tile][1], a_lo, b_hi[0], b_hi[1]);
       }
     }
 
     // C fragment: rows lane/4 (+8), keys 2*(lane%4) (+1) of the warp's eight.
     const int key = first + 8 * warp + 2 * (lane % 4);
 #pragma unroll
-    for (int tile = 0; tile < 2; ++tile) {
-      if (tile >= tiles) break;
+    for (int tile = 0; tile < kTiles; ++tile) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = tile * 16 + lane / 4 + 8 * half;
         float* dst = scores + r * stride + key;
-        const float x = acc[tile][2 * half] * scale;
-        const float y = acc[tile][2 * half + 1] * scale;
+        const float x = (acc[tile][0][2 * half] + acc[tile][1][2 * half]) * scale;
+        const float y = (acc[tile][0][2 * half + 1] + acc[tile][1][2 * half + 1]) * scale;
         if (r >= rows || key >= n) continue;
         if (key + 1 < n) {
           *reinterpret_cast<float2*>(dst) = make_float2(x, y);
@@ -155,7 +151,7 @@ __device__ __forceinline__ void compute(const uint4* fragments, const float* poo
         }
       }
     }
-    if (first + kSpan < n) {
+    if (kPrefetch && first + kSpan < n) {
 #pragma unroll
       for (int s = 0; s < kSteps; ++s) current[s] = next[s];
     }

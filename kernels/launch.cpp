@@ -99,6 +99,7 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
   pool.in[2] = tensors.v;
   pool.out[0] = at<float>(workspace, layout.pooled_q);
   pool.out[1] = at<float>(workspace, layout.pooled_k);
+  pool.split[1] = true;  // pooled K is only read as the score products' operand
   pool.out[2] = layout.has_pooled_v ? at<float>(workspace, layout.pooled_v) : nullptr;
   pool.count = layout.has_pooled_v ? 3 : 2;
   pool.batch = shape.batch;
@@ -109,9 +110,9 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
   detail::run_pool(pool, stream);
 
   detail::SelectParams select;
-  select.pooled_q = pool.out[0];
-  select.pooled_k = pool.out[1];
-  select.pooled_v = pool.out[2];
+  select.pooled_q = at<const float>(workspace, layout.pooled_q);
+  select.pooled_k_split = pool.out[1];
+  select.pooled_v = layout.has_pooled_v ? at<const float>(workspace, layout.pooled_v) : nullptr;
   select.kv_idx = at<int>(workspace, layout.kv_idx);
   select.kv_count = at<int>(workspace, layout.kv_count);
   select.coarse = layout.has_coarse ? at<float>(workspace, layout.coarse) : nullptr;

@@ -26,10 +26,12 @@ struct FlashParams {
 };
 void run_flash_forward(const FlashParams& params, cudaStream_t stream);
 
-// Mean of each 64-token block of `count` bf16 tensors into fp32 [batch, heads, blocks, head_dim].
+// Mean of each 64-token block of `count` bf16 tensors into fp32 [batch, heads, blocks, head_dim];
+// a tensor with split[i] is written as split bf16 words instead (split_bf16.cuh: same bytes).
 struct PoolParams {
   const void* in[3] = {nullptr, nullptr, nullptr};
-  float* out[3] = {nullptr, nullptr, nullptr};
+  void* out[3] = {nullptr, nullptr, nullptr};
+  bool split[3] = {false, false, false};
   int count = 0;
   int batch = 0, heads = 0, head_dim = 0, blocks = 0;
   std::int64_t tokens = 0;
@@ -37,9 +39,9 @@ struct PoolParams {
 void run_pool(const PoolParams& params, cudaStream_t stream);
 
 struct SelectParams {
-  const float* pooled_q = nullptr;  // fp32 [rows, head_dim]
-  const float* pooled_k = nullptr;
-  const float* pooled_v = nullptr;  // coarse only
+  const float* pooled_q = nullptr;       // fp32 [rows, head_dim]
+  const void* pooled_k_split = nullptr;  // [rows, head_dim / 4] split words (split_bf16.cuh)
+  const float* pooled_v = nullptr;       // coarse only
   int* kv_idx = nullptr;
   int* kv_count = nullptr;
   float* coarse = nullptr;  // null: no coarse output

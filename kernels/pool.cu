@@ -2,11 +2,13 @@
 // the inputs of block scoring. Memory-bound: each thread issues all its 16-byte loads (8 bf16 of
 // one token's head) before summing, so a CTA keeps its whole 64-token block in flight; fp32
 // partial sums are combined through shared memory.
-// A partial tail block is the mean of its valid tokens only.
+// A partial tail block is the mean of its valid tokens only. A tensor marked split (pooled K) is
+// written as split bf16 words (split_bf16.cuh), the select kernel's operands.
 #include <cuda_bf16.h>
 
 #include "launchers.hpp"
 #include "memplan/cuda_check.hpp"
+#include "split_bf16.cuh"
 
 namespace memplan::attention::detail {
 
@@ -31,7 +33,8 @@ __global__ void __launch_bounds__(kPoolThreads) pool_kernel(const PoolParams p) 
   const std::int64_t stride = static_cast<std::int64_t>(p.heads) * D;
   // Select by comparison: indexing the parameter arrays at run time would copy them to the stack.
   const void* base = tensor == 0 ? p.in[0] : (tensor == 1 ? p.in[1] : p.in[2]);
-  float* out = tensor == 0 ? p.out[0] : (tensor == 1 ? p.out[1] : p.out[2]);
+  void* out = tensor == 0 ? p.out[0] : (tensor == 1 ? p.out[1] : p.out[2]);
+  const bool split = tensor == 0 ? p.split[0] : (tensor == 1 ? p.split[1] : p.split[2]);
   const auto* in = static_cast<const __nv_bfloat16*>(base) +
                    static_cast<std::int64_t>(batch) * p.tokens * stride +
                    static_cast<std::int64_t>(head) * D + 8 * chunk;
@@ -67,7 +70,16 @@ __global__ void __launch_bounds__(kPoolThreads) pool_kernel(const PoolParams p) 
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) total += partial[g][threadIdx.x];
     const std::int64_t row = (static_cast<std::int64_t>(batch) * p.heads + head) * p.blocks + block;
-    out[row * D + threadIdx.x] = total / static_cast<float>(valid);
+    const float mean = total / static_cast<float>(valid);
+    if (!split) {
+      static_cast<float*>(out)[row * D + threadIdx.x] = mean;
+    } else {  // whole warps here (D is 64 or 128): lane 4t gathers dims 4t..4t+3
+      const float b = __shfl_down_sync(0xffffffffu, mean, 1);
+      const float c = __shfl_down_sync(0xffffffffu, mean, 2);
+      const float d = __shfl_down_sync(0xffffffffu, mean, 3);
+      if (threadIdx.x % 4 == 0)
+        static_cast<uint4*>(out)[(row * D + threadIdx.x) / 4] = split_four(mean, b, c, d);
+    }
   }
 }
 
