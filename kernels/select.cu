@@ -1,9 +1,10 @@
 // Block selection on the device. A CTA of 16 warps takes up to 32 consecutive score rows of one
-// (batch, head) (16 or as many as fit, whichever needs less time: select_rows.hpp) and keeps all
-// their scores in shared memory:
-// 1. scores s_j = mean(Q_row) . mean(K_j) / sqrt(d) on the tensor cores (block_scores.cuh);
-// 2. a warp per list, the row copied into registers (score_row.cuh; rows past 1,280 blocks are
-//    read from shared memory instead): mean and population std. A list belongs to one query
+// (batch, head) and keeps all their scores in shared memory; how many rows, and which of the
+// kernel's three builds runs, select_rows.hpp decides (below: LongRows, ShortRows, MidRows):
+// 1. scores s_j = mean(Q_row) . mean(K_j) / sqrt(d) on the tensor cores (block_scores.cuh),
+//    pooled K already split into the products' bf16 operands by the pooling kernel;
+// 2. a warp per list, the row copied into registers (score_row.cuh) where the build has the
+//    slots, else read from shared memory: mean and population std. A list belongs to one query
 //    block, or to a pair (2i, 2i + 1) whose row is the mean of the two (query_blocks_per_list).
 //    A pair's row is scored once, from the pair's mean pooled Q (scores are linear in it): half
 //    the rows, so half the CTAs and half the reads of pooled K. Only the coarse branch, which
@@ -15,9 +16,9 @@
 // 4. forced blocks (diagonal +-1, sink keys) are added; sink query rows keep every block;
 // 5. ballots over ascending 32-block chunks compact the list, so it comes out sorted;
 // 6. coarse mode: each row's softmax over its scores times pooled V, V tiles shared by the CTA.
-// A CTA's scores fill much of shared memory and its 512 threads need up to 128 registers each,
-// so it is alone on its SM: 16 warps hide the latency of both phases. Fixed shapes, no
-// allocation, no host sync: capture-safe.
+// Both phases are latency-bound: the more warps an SM holds, the faster. The long build's CTA is
+// alone on its SM (registers); the short and mid builds fit two. Fixed shapes, no allocation, no
+// host sync: capture-safe.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -40,10 +41,34 @@ constexpr int kWarps = kSelectWarps;
 static_assert(kThreads == 32 * kWarps);
 constexpr int kRowTile = scores::kRows;  // query rows per CTA (fewer when rows are long)
 constexpr int kRowsPerWarp = kRowTile / kWarps;
-constexpr int kSlots = 40;    // register row: up to 1,280 key blocks
 constexpr int kKeyTile = 64;  // pooled V rows per shared tile (coarse)
 constexpr int kBins = 256;    // histogram words per warp (topk_cut.cuh)
 constexpr std::size_t kSmemLimit = 227 * 1024;
+
+// The kernel's three builds, by register budget (select_rows.hpp picks). Long: a register row of
+// 40 slots (rows up to 1,280 blocks; longer ones are read from shared memory) and the score pass
+// prefetching the next keys, 120 registers a thread: one CTA per SM. Short: rows up to 512
+// blocks, at most 16 rows a CTA, no coarse branch, no prefetch: 64 registers, two CTAs per SM,
+// so one CTA's score pass (L2 and tensor latency) overlaps the other's selection (ALU and
+// shuffles). Mid: the same with every row read from shared memory (kSlots 0), while two CTAs of
+// 16 rows fit an SM's shared memory (up to ~1,500 blocks at head_dim 128).
+struct LongRows {
+  static constexpr int kSlots = 40;
+  static constexpr bool kPrefetch = true;
+  static constexpr int kCtasPerSm = 1;
+  static constexpr int kMaxRows = kRowTile;
+  static constexpr bool kCoarse = true;
+};
+struct ShortRows {
+  static constexpr int kSlots = kShortRowBlocks / 32;
+  static constexpr bool kPrefetch = false;
+  static constexpr int kCtasPerSm = 2;
+  static constexpr int kMaxRows = kTwoPerSmRows;
+  static constexpr bool kCoarse = false;
+};
+struct MidRows : ShortRows {
+  static constexpr int kSlots = 0;
+};
 
 template <int D>
 __host__ __device__ constexpr int v_stride() {
@@ -167,8 +192,11 @@ __device__ __forceinline__ void select_row(const SelectParams& p, const Row& row
   if (lane < list_rows) p.kv_count[list_row + lane] = dense_row ? n : min(written, p.max_k);
 }
 
-template <int D>
-__global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams p, const int rows) {
+template <int D, typename Fit>
+__global__ void __launch_bounds__(kThreads, Fit::kCtasPerSm)
+    select_kernel(const SelectParams p, const int rows) {
+  constexpr int kSlots = Fit::kSlots;
+  constexpr int kRowSlots = kSlots > 0 ? kSlots : 1;  // a RegisterRow type even where unused
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int S = v_stride<D>();
   const int n = p.blocks;
@@ -188,7 +216,14 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
   scores::load_query_fragments<D, kThreads>(fragments, p.pooled_q + head_row0 * D, q_first, q_limit,
                                             layout.span, n);
   __syncthreads();
-  scores::compute<D, kWarps>(fragments, p.pooled_k + head_row0 * D, n, rows, p.scale, scores_all);
+  const void* pooled_k = static_cast<const uint4*>(p.pooled_k_split) + head_row0 * (D / 4);
+  if (Fit::kMaxRows > 16 && rows > 16) {
+    scores::compute<D, kWarps, 2, Fit::kPrefetch>(fragments, pooled_k, n, rows, p.scale,
+                                                  scores_all);
+  } else {
+    scores::compute<D, kWarps, 1, Fit::kPrefetch>(fragments, pooled_k, n, rows, p.scale,
+                                                  scores_all);
+  }
   __syncthreads();  // every score written; the fragments' space becomes the histograms
 
   // 2-5. A warp per list. A score row a list: the warp's rows are warp and warp + 16. A pair's
@@ -225,8 +260,8 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
       const int candidates =
           n - (band_hi - band_lo) - (p.sink_key_end - p.sink_key_begin) + overlap;
       const float* partner = row_pairs && list_rows == 2 ? scores + stride : nullptr;
-      if (n <= 32 * kSlots) {
-        select_row(p, RegisterRow<kSlots>(scores, partner, n, forced), dense_row, candidates,
+      if (kSlots > 0 && n <= 32 * kSlots) {
+        select_row(p, RegisterRow<kRowSlots>(scores, partner, n, forced), dense_row, candidates,
                    list_row, list_rows, hist);
       } else {
         select_row(p, SharedRow<decltype(forced)>{scores, partner, n, forced}, dense_row,
@@ -249,7 +284,7 @@ __global__ void __launch_bounds__(kThreads, 1) select_kernel(const SelectParams 
   }
 
   // 6. Coarse output: the warp's rows as above, lane owning D/32 consecutive dims.
-  if (p.coarse == nullptr) return;  // uniform across the CTA
+  if (!Fit::kCoarse || p.coarse == nullptr) return;  // uniform across the CTA
   float* v_tile = reinterpret_cast<float*>(smem);
   constexpr int kPerLane = D / 32;
   float acc[kRowsPerWarp][kPerLane];
@@ -301,6 +336,20 @@ int rows_per_cta(int blocks, int query_blocks_per_list, bool coarse) {
   return std::max(rows, 1);
 }
 
+template <int D, typename Fit>
+void start(const SelectParams& params, int rows, int score_rows, int heads_total,
+           cudaStream_t stream) {
+  const std::size_t smem =
+      fixed_smem_bytes<D>(params.coarse != nullptr) +
+      sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks)) * rows;
+  MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(
+      &select_kernel<D, Fit>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>((score_rows + rows - 1) / rows),
+                  static_cast<unsigned>(heads_total));
+  select_kernel<D, Fit><<<grid, kThreads, smem, stream>>>(params, rows);
+  check_launch("select_kernel");
+}
+
 template <int D>
 void launch(const SelectParams& params, cudaStream_t stream) {
   const bool coarse = params.coarse != nullptr;
@@ -312,20 +361,25 @@ void launch(const SelectParams& params, cudaStream_t stream) {
   const RowLayout layout = RowLayout::of(params.query_blocks_per_list, coarse);
   const int heads_total = params.rows / params.blocks;
   const int score_rows = layout.rows(params.blocks);
+  const std::size_t row_bytes =
+      sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks));
+  switch (select_build(params.blocks, coarse, fixed_smem_bytes<D>(coarse), row_bytes)) {
+    case SelectBuild::Short:
+      start<D, ShortRows>(params, std::min(fit, ShortRows::kMaxRows), score_rows, heads_total,
+                          stream);
+      return;
+    case SelectBuild::Mid:
+      start<D, MidRows>(params, std::min(fit, MidRows::kMaxRows), score_rows, heads_total, stream);
+      return;
+    case SelectBuild::Long:
+      break;
+  }
   int device = 0;
   int sms = 0;
   MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
   MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int rows = balanced_rows(fit, score_rows, heads_total, sms, layout.row_pairs);
-  const std::size_t smem =
-      fixed_smem_bytes<D>(coarse) +
-      sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks)) * rows;
-  MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(
-      &select_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  const dim3 grid(static_cast<unsigned>((score_rows + rows - 1) / rows),
-                  static_cast<unsigned>(heads_total));
-  select_kernel<D><<<grid, kThreads, smem, stream>>>(params, rows);
-  check_launch("select_kernel");
+  start<D, LongRows>(params, balanced_rows(fit, score_rows, heads_total, sms, layout.row_pairs),
+                     score_rows, heads_total, stream);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// The selection CTA's row count (kernels/select_rows.hpp) on the shapes it was fitted to: 24
-// heads on the H200's 132 SMs, where the A/B runs of 2026-12-02 timed 16 rows against as many
-// as fit (docs/attention.md, "16 rows a CTA or as many as fit"). Each case is the faster one.
+// The select kernel's build and its CTA's row count (kernels/select_rows.hpp) on the shapes they
+// were fitted to: 24 heads on the H200's 132 SMs, where the A/B runs of 2026-12-02 timed 16 rows
+// against as many as fit (docs/attention.md, "16 rows a CTA or as many as fit") and the
+// two-CTA builds against the one-CTA build. Each case is the faster one.
 #include <gtest/gtest.h>
 
 #include "select_rows.hpp"
@@ -10,6 +11,30 @@ namespace {
 
 constexpr int kHeads = 24;
 constexpr int kH200 = 132;
+
+// A CTA's shared memory beside its score rows (select.cu's fixed_smem_bytes without the coarse
+// branch: the larger of the Q fragments and the histograms, 16 KB at head_dim 64 and 128) and
+// one score row's bytes (row_stride: n rounded to 32, plus 8, floats).
+constexpr std::size_t kFixed = 16 * 1024;
+std::size_t row_bytes(int n) { return 4 * static_cast<std::size_t>((n + 23) / 32 * 32 + 8); }
+
+TEST(SelectBuild, TwoCtasAnSmWhereverTheyFit) {
+  // 32,768 tokens: rows in registers (0.154 against 0.172 ms for pairs).
+  EXPECT_EQ(select_build(512, false, kFixed, row_bytes(512)), SelectBuild::Short);
+  EXPECT_EQ(select_build(1, false, kFixed, row_bytes(1)), SelectBuild::Short);
+  // 75,600 tokens: rows from shared memory, two CTAs (0.50-0.53 against 0.56-0.60 ms for pairs).
+  EXPECT_EQ(select_build(513, false, kFixed, row_bytes(513)), SelectBuild::Mid);
+  EXPECT_EQ(select_build(1182, false, kFixed, row_bytes(1182)), SelectBuild::Mid);
+  // Two CTAs of 16 rows need 2 x (16 KB + 16 rows + 1 KB) <= 228 KB: up to 1,544 blocks.
+  EXPECT_EQ(select_build(1544, false, kFixed, row_bytes(1544)), SelectBuild::Mid);
+  EXPECT_EQ(select_build(1545, false, kFixed, row_bytes(1545)), SelectBuild::Long);
+  EXPECT_EQ(select_build(2641, false, kFixed, row_bytes(2641)), SelectBuild::Long);  // 169,000
+}
+
+TEST(SelectBuild, TheCoarseBranchTakesTheOneCtaBuild) {
+  EXPECT_EQ(select_build(64, true, kFixed, row_bytes(64)), SelectBuild::Long);
+  EXPECT_EQ(select_build(1182, true, kFixed, row_bytes(1182)), SelectBuild::Long);
+}
 
 TEST(SelectRows, PicksTheRowCountThatWasFasterOnTheH200) {
   // 32,768 tokens: 512 blocks, 32 rows fit. A list per block: 32 rows (0.220 against 0.233 ms);

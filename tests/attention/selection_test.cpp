@@ -247,9 +247,11 @@ TEST(SelectionTies, FlatAndTwoValuedRowsKeepExactlyK) {
   }
 }
 
-// Rows as long as the largest shape (75,600 tokens: 1,182 blocks, held in registers) and
-// longer than a register row holds (1,300 blocks: read from shared memory), lists only: the
-// attention reference would take minutes on the CPU at these lengths.
+// Rows as long as the 75,600 tokens (1,182 blocks) and 1,300 blocks, past what a
+// register row holds: without the coarse branch both take the select kernel that reads rows from
+// shared memory, two CTAs an SM; 1,600 blocks leaves room for one CTA only (the one-CTA kernel,
+// rows from shared memory). Lists only: the attention reference would take minutes on the CPU
+// at these lengths.
 struct LongRowCase {
   const char* name;
   AttentionPolicy policy;
@@ -287,6 +289,8 @@ INSTANTIATE_TEST_SUITE_P(
         LongRowCase{"topk10_1300_d64", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}),
                     64 * 1300 - 20, 64},
         LongRowCase{"tau1_1300_d128", make(SparsityMode::Tau, 1.0f, 10, 10), 64 * 1300, 128},
+        LongRowCase{"topk10_1600_d128", make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6}),
+                    64 * 1600 - 7, 128},
         // A list per pair of query blocks; 1,299 blocks: the last alone.
         LongRowCase{"topk10_pairs_1182_d128",
                     pairs(make(SparsityMode::TopK, 0, 10, 100, {0, 2}, {5, 6})), 75600, 128},
