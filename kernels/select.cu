@@ -66,8 +66,12 @@ struct ShortRows {
   static constexpr int kMaxRows = kTwoPerSmRows;
   static constexpr bool kCoarse = false;
 };
-struct MidRows : ShortRows {
-  static constexpr int kSlots = 0;
+struct MidRows {
+  static constexpr int kSlots = 0;  // every row read from shared memory
+  static constexpr bool kPrefetch = false;
+  static constexpr int kCtasPerSm = 2;
+  static constexpr int kMaxRows = kTwoPerSmRows;
+  static constexpr bool kCoarse = false;
 };
 
 template <int D>
