@@ -51,7 +51,7 @@ constexpr std::size_t kSmemLimit = 227 * 1024;
 // blocks, at most 16 rows a CTA, no coarse branch, no prefetch: 64 registers, two CTAs per SM,
 // so one CTA's score pass (L2 and tensor latency) overlaps the other's selection (ALU and
 // shuffles). Mid: the same with every row read from shared memory (kSlots 0), while two CTAs of
-// 16 rows fit an SM's shared memory (up to ~1,500 blocks at head_dim 128).
+// 16 rows fit an SM's shared memory (up to 1,544 blocks).
 struct LongRows {
   static constexpr int kSlots = 40;
   static constexpr bool kPrefetch = true;
