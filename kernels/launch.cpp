@@ -110,9 +110,9 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
   detail::run_pool(pool, stream);
 
   detail::SelectParams select;
-  select.pooled_q = at<const float>(workspace, layout.pooled_q);
+  select.pooled_q = static_cast<const float*>(pool.out[0]);
   select.pooled_k_split = pool.out[1];
-  select.pooled_v = layout.has_pooled_v ? at<const float>(workspace, layout.pooled_v) : nullptr;
+  select.pooled_v = static_cast<const float*>(pool.out[2]);
   select.kv_idx = at<int>(workspace, layout.kv_idx);
   select.kv_count = at<int>(workspace, layout.kv_count);
   select.coarse = layout.has_coarse ? at<float>(workspace, layout.coarse) : nullptr;

@@ -329,11 +329,16 @@ __global__ void __launch_bounds__(kThreads, Fit::kCtasPerSm)
   }
 }
 
+// Shared bytes of one score row of `blocks` scores.
+std::size_t score_row_bytes(int blocks) {
+  return sizeof(float) * static_cast<std::size_t>(scores::row_stride(blocks));
+}
+
 // Score rows a CTA holds; 0 when a pair's two rows (row_pairs) do not fit.
 template <int D>
 int rows_per_cta(int blocks, int query_blocks_per_list, bool coarse) {
   static_assert(kRowsPerWarp * kWarps == kRowTile, "each warp owns whole rows");
-  const std::size_t per_row = sizeof(float) * static_cast<std::size_t>(scores::row_stride(blocks));
+  const std::size_t per_row = score_row_bytes(blocks);
   const int rows = static_cast<int>(
       std::min<std::size_t>((kSmemLimit - fixed_smem_bytes<D>(coarse)) / per_row, kRowTile));
   if (RowLayout::of(query_blocks_per_list, coarse).row_pairs) return rows - rows % 2;
@@ -344,8 +349,7 @@ template <int D, typename Fit>
 void start(const SelectParams& params, int rows, int score_rows, int heads_total,
            cudaStream_t stream) {
   const std::size_t smem =
-      fixed_smem_bytes<D>(params.coarse != nullptr) +
-      sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks)) * rows;
+      fixed_smem_bytes<D>(params.coarse != nullptr) + score_row_bytes(params.blocks) * rows;
   MEMPLAN_CUDA_CHECK(cudaFuncSetAttribute(
       &select_kernel<D, Fit>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   const dim3 grid(static_cast<unsigned>((score_rows + rows - 1) / rows),
@@ -365,9 +369,8 @@ void launch(const SelectParams& params, cudaStream_t stream) {
   const RowLayout layout = RowLayout::of(params.query_blocks_per_list, coarse);
   const int heads_total = params.rows / params.blocks;
   const int score_rows = layout.rows(params.blocks);
-  const std::size_t row_bytes =
-      sizeof(float) * static_cast<std::size_t>(scores::row_stride(params.blocks));
-  switch (select_build(params.blocks, coarse, fixed_smem_bytes<D>(coarse), row_bytes)) {
+  switch (select_build(params.blocks, coarse, fixed_smem_bytes<D>(coarse),
+                       score_row_bytes(params.blocks))) {
     case SelectBuild::Short:
       start<D, ShortRows>(params, std::min(fit, ShortRows::kMaxRows), score_rows, heads_total,
                           stream);
