@@ -11,6 +11,9 @@
 // ATTENTION_BENCH_FULL_LIST=1 adds top-k 100 % (every block listed): the block-list path at dense's
 // work. Modes named "/2" select one list per pair of query blocks (query_blocks_per_list 2).
 // ATTENTION_BENCH_MODES=topk10/2,tau1.5/2 runs only the named modes (default: all).
+// Each mode's second line: the selection's share of the call, and the same with the pooled means
+// given (PooledMeans::InWorkspace; bench/rope_means_bench measures what writing them costs a
+// producer).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -256,6 +259,20 @@ void run(std::int64_t tokens) {
             launch_attention(shape, in.tensors(), policy, 0.5, workspace, layout.bytes, nullptr);
           },
           reps);
+      // With the pooled means given (PooledMeans::InWorkspace: a producer such as the runtime's
+      // rope kernel wrote them; here they are the ones the calls above left in the workspace).
+      const double select_given_ms = median_ms(
+          [&] {
+            launch_selection(shape, in.tensors(), policy, workspace, layout.bytes, nullptr,
+                             PooledMeans::InWorkspace);
+          },
+          reps);
+      const double total_given_ms = median_ms(
+          [&] {
+            launch_attention(shape, in.tensors(), policy, 0.5, workspace, layout.bytes, nullptr,
+                             PooledMeans::InWorkspace);
+          },
+          reps);
       const long long visited = visited_blocks(layout, workspace, shape);
       const double density = static_cast<double>(visited) / total_blocks;
       const double error = in.error_vs_dense(sums);
@@ -265,6 +282,11 @@ void run(std::int64_t tokens) {
           kind, static_cast<long long>(tokens), m.name, 100.0 * density, select_ms, attend_ms,
           static_cast<double>(visited) * block_flops / attend_ms * 1e-9, total_ms,
           dense_ms / total_ms, error);
+      std::printf(
+          "%-7s N=%-6lld %-8s selection share %5.2f%%; means given: select %7.3f ms  total "
+          "%8.3f ms  selection share %5.2f%%\n",
+          kind, static_cast<long long>(tokens), m.name, 100.0 * select_ms / total_ms,
+          select_given_ms, total_given_ms, 100.0 * select_given_ms / total_given_ms);
       for (std::size_t i = 1; i < paths.size(); ++i) {
         std::printf(
             "%-7s N=%-6lld %-8s attend [%-7s] %8.3f ms (%6.1f TFLOP/s kept)  rel-L2 vs [%s] "

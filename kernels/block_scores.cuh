@@ -11,17 +11,17 @@
 // The reduction order over head_dim is free, so both operands use the same permutation of each
 // 16-wide k-step: lane t of a quad holds dims 4t..4t+3, so one 16-byte load feeds a fragment.
 // Q (fixed for the CTA): fragments built once, hi and lo, in shared memory in lane order (one
-// conflict-free 16-byte load each). K: split once by the pooling kernel (split_bf16.cuh), so
-// each warp reads its 8 key rows' operands straight from global memory (L2: a head's pooled K
-// is 0.6 MB at 1,182 blocks), the next 8 x 16 warps' rows prefetched into registers while the
-// current ones are multiplied.
+// conflict-free 16-byte load each). K: split once by the pooling kernel (the split words of
+// memplan/attention/pooled_means.cuh), so each warp reads its 8 key rows' operands straight from
+// global memory (L2: a head's pooled K is 0.6 MB at 1,182 blocks), the next 8 x 16 warps' rows
+// prefetched into registers while the current ones are multiplied.
 #pragma once
 
 #include <cstdint>
 
 #include "launchers.hpp"
+#include "memplan/attention/pooled_means.cuh"
 #include "mma.cuh"
-#include "split_bf16.cuh"
 
 namespace memplan::attention::detail::scores {
 
@@ -81,7 +81,7 @@ __host__ __device__ constexpr int row_stride(int n) { return (n + 23) / 32 * 32 
 
 // scores[r * row_stride(n) + key] = scale * Qbar_r . Kbar_key for r < rows (<= 16 * kTiles),
 // every key < n: kTiles m16 tiles of query rows (1 when rows <= 16). `pooled_k_split` points at
-// the head's key block 0, in split words (split_bf16.cuh). Every warp of the CTA calls it.
+// the head's key block 0, in split words (pooled_means.cuh). Every warp of the CTA calls it.
 //
 // The three products of a k-step go to two accumulator chains a tile, summed at the end: a
 // single chain is 24 dependent mma per pass, and with one tile nothing else hides them.

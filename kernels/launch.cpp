@@ -61,6 +61,13 @@ void check_pairs_fit(const AttentionShape& shape, const AttentionPolicy& policy)
   }
 }
 
+void check_pooled(PooledMeans pooled) {
+  if (pooled != PooledMeans::Compute && pooled != PooledMeans::InWorkspace) {
+    throw InvalidArgument(fmt::format("attention: pooled = {} is neither Compute nor InWorkspace",
+                                      static_cast<int>(pooled)));
+  }
+}
+
 void check_workspace(const WorkspaceLayout& layout, const void* workspace, std::size_t size) {
   if (layout.bytes == 0) return;
   check_pointer(workspace, kWorkspaceAlignment, "workspace");
@@ -92,7 +99,7 @@ detail::FlashParams flash_params(const AttentionShape& shape, const AttentionTen
 // Selection, assuming every argument was checked.
 void select_unchecked(const AttentionShape& shape, const AttentionTensors& tensors,
                       const AttentionPolicy& policy, const WorkspaceLayout& layout, void* workspace,
-                      cudaStream_t stream) {
+                      PooledMeans pooled, cudaStream_t stream) {
   detail::PoolParams pool;
   pool.in[0] = tensors.q;
   pool.in[1] = tensors.k;
@@ -107,7 +114,7 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
   pool.head_dim = shape.head_dim;
   pool.blocks = shape.blocks();
   pool.tokens = shape.tokens;
-  detail::run_pool(pool, stream);
+  if (pooled == PooledMeans::Compute) detail::run_pool(pool, stream);
 
   detail::SelectParams select;
   select.pooled_q = static_cast<const float*>(pool.out[0]);
@@ -146,8 +153,9 @@ BlockList workspace_block_list(const WorkspaceLayout& layout, const void* worksp
 
 void launch_selection(const AttentionShape& shape, const AttentionTensors& tensors,
                       const AttentionPolicy& policy, void* workspace, std::size_t workspace_size,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, PooledMeans pooled) {
   check_tensors(shape, tensors);
+  check_pooled(pooled);
   const WorkspaceLayout layout = workspace_layout(shape, policy);
   if (!traits(policy.mode).selects_blocks()) {
     throw InvalidArgument(
@@ -160,7 +168,7 @@ void launch_selection(const AttentionShape& shape, const AttentionTensors& tenso
     throw InvalidArgument(
         fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
   }
-  select_unchecked(shape, tensors, policy, layout, workspace, stream);
+  select_unchecked(shape, tensors, policy, layout, workspace, pooled, stream);
 }
 
 void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& tensors,
@@ -192,8 +200,9 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
 
 SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensors& tensors,
                               const AttentionPolicy& policy, double step_fraction, void* workspace,
-                              std::size_t workspace_size, cudaStream_t stream) {
+                              std::size_t workspace_size, cudaStream_t stream, PooledMeans pooled) {
   check_tensors(shape, tensors);
+  check_pooled(pooled);
   const SparsityMode mode = effective_mode(policy, step_fraction, shape.tokens);
   const WorkspaceLayout layout = workspace_layout(shape, policy);
   check_sinks(shape, policy);
@@ -206,7 +215,7 @@ SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensor
   detail::FlashParams params = flash_params(shape, tensors);
   if (traits(mode).selects_blocks()) {
     check_pairs_fit(shape, policy);
-    select_unchecked(shape, tensors, policy, layout, workspace, stream);
+    select_unchecked(shape, tensors, policy, layout, workspace, pooled, stream);
     const BlockList blocks = workspace_block_list(layout, workspace);
     params.kv_idx = blocks.kv_idx;
     params.kv_count = blocks.kv_count;

@@ -27,7 +27,7 @@ struct FlashParams {
 void run_flash_forward(const FlashParams& params, cudaStream_t stream);
 
 // Mean of each 64-token block of `count` bf16 tensors into fp32 [batch, heads, blocks, head_dim];
-// a tensor with split[i] is written as split bf16 words instead (split_bf16.cuh: same bytes).
+// a tensor with split[i] is written as split bf16 words instead (pooled_means.cuh: same bytes).
 struct PoolParams {
   const void* in[3] = {nullptr, nullptr, nullptr};
   void* out[3] = {nullptr, nullptr, nullptr};
@@ -40,7 +40,7 @@ void run_pool(const PoolParams& params, cudaStream_t stream);
 
 struct SelectParams {
   const float* pooled_q = nullptr;       // fp32 [rows, head_dim]
-  const void* pooled_k_split = nullptr;  // [rows, head_dim / 4] split words (split_bf16.cuh)
+  const void* pooled_k_split = nullptr;  // [rows, head_dim / 4] split words (pooled_means.cuh)
   const float* pooled_v = nullptr;       // coarse only
   int* kv_idx = nullptr;
   int* kv_count = nullptr;

@@ -1,14 +1,15 @@
 // Mean-pooling of Q, K (and V) per 64-token block into fp32 [batch, heads, blocks, head_dim]:
 // the inputs of block scoring. Memory-bound: each thread issues all its 16-byte loads (8 bf16 of
-// one token's head) before summing, so a CTA keeps its whole 64-token block in flight; fp32
-// partial sums are combined through shared memory.
+// one token's head) before summing, so a CTA keeps its whole 64-token block in flight. The sums,
+// their order and the format are BlockMeans's (memplan/attention/pooled_means.cuh), the helper a
+// producer kernel uses to write the same means itself (PooledMeans::InWorkspace).
 // A partial tail block is the mean of its valid tokens only. A tensor marked split (pooled K) is
-// written as split bf16 words (split_bf16.cuh), the select kernel's operands.
+// written as split bf16 words, the select kernel's operands.
 #include <cuda_bf16.h>
 
 #include "launchers.hpp"
+#include "memplan/attention/pooled_means.cuh"
 #include "memplan/cuda_check.hpp"
-#include "split_bf16.cuh"
 
 namespace memplan::attention::detail {
 
@@ -18,17 +19,13 @@ constexpr int kPoolThreads = 256;
 
 template <int D>
 __global__ void __launch_bounds__(kPoolThreads) pool_kernel(const PoolParams p) {
-  constexpr int kLanes = D / 8;                   // threads per token row, 16 bytes each
-  constexpr int kGroups = kPoolThreads / kLanes;  // token rows read in parallel
-  constexpr int kSteps = 64 / kGroups;            // loads in flight per thread
-  __shared__ __align__(16) float partial[kGroups][D];
+  using Means = BlockMeans<D, kPoolThreads>;
+  __shared__ __align__(16) typename Means::Storage storage;
 
   const int block = blockIdx.x;
   const int head = blockIdx.y;
   const int batch = blockIdx.z / p.count;
   const int tensor = blockIdx.z % p.count;
-  const int chunk = threadIdx.x % kLanes;
-  const int group = threadIdx.x / kLanes;
 
   const std::int64_t stride = static_cast<std::int64_t>(p.heads) * D;
   // Select by comparison: indexing the parameter arrays at run time would copy them to the stack.
@@ -37,50 +34,22 @@ __global__ void __launch_bounds__(kPoolThreads) pool_kernel(const PoolParams p) 
   const bool split = tensor == 0 ? p.split[0] : (tensor == 1 ? p.split[1] : p.split[2]);
   const auto* in = static_cast<const __nv_bfloat16*>(base) +
                    static_cast<std::int64_t>(batch) * p.tokens * stride +
-                   static_cast<std::int64_t>(head) * D + 8 * chunk;
-  const std::int64_t token0 = static_cast<std::int64_t>(block) * 64;
+                   static_cast<std::int64_t>(head) * D + 8 * Means::lane();
+  const std::int64_t token0 = static_cast<std::int64_t>(block) * kBlockTokens;
   const std::int64_t left = p.tokens - token0;
-  const int valid = left < 64 ? static_cast<int>(left) : 64;
+  const int valid = left < kBlockTokens ? static_cast<int>(left) : kBlockTokens;
 
-  uint4 raw[kSteps];
+  uint4 raw[Means::kRowsPerThread];
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {  // all loads first, then the sums
-    const int r = group + s * kGroups;
+  for (int s = 0; s < Means::kRowsPerThread; ++s) {  // all loads first, then the sums
+    const int r = Means::row(s);
     raw[s] = r < valid ? __ldg(reinterpret_cast<const uint4*>(in + (token0 + r) * stride))
                        : make_uint4(0u, 0u, 0u, 0u);  // bf16 zeros
   }
   float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {
-    const auto* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw[s]);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 x = __bfloat1622float2(pairs[i]);
-      sum[2 * i] += x.x;
-      sum[2 * i + 1] += x.y;
-    }
-  }
-  auto* mine = reinterpret_cast<float4*>(&partial[group][8 * chunk]);
-  mine[0] = make_float4(sum[0], sum[1], sum[2], sum[3]);
-  mine[1] = make_float4(sum[4], sum[5], sum[6], sum[7]);
-  __syncthreads();
-
-  if (threadIdx.x < D) {
-    float total = 0.0f;
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) total += partial[g][threadIdx.x];
-    const std::int64_t row = (static_cast<std::int64_t>(batch) * p.heads + head) * p.blocks + block;
-    const float mean = total / static_cast<float>(valid);
-    if (!split) {
-      static_cast<float*>(out)[row * D + threadIdx.x] = mean;
-    } else {  // whole warps here (D is 64 or 128): lane 4t gathers dims 4t..4t+3
-      const float b = __shfl_down_sync(0xffffffffu, mean, 1);
-      const float c = __shfl_down_sync(0xffffffffu, mean, 2);
-      const float d = __shfl_down_sync(0xffffffffu, mean, 3);
-      if (threadIdx.x % 4 == 0)
-        static_cast<uint4*>(out)[(row * D + threadIdx.x) / 4] = split_four(mean, b, c, d);
-    }
-  }
+  for (int s = 0; s < Means::kRowsPerThread; ++s) Means::add_row(sum, raw[s]);
+  Means::store(storage, sum, valid, out, pooled_row(batch, head, block, p.heads, p.blocks), split);
 }
 
 }  // namespace

@@ -157,5 +157,28 @@ TEST(AttentionValidation, SelectionNeedsASparseMode) {
                InvalidArgument);
 }
 
+// A PooledMeans value outside the enum (a C caller's stray integer, say) is an error naming it,
+// from both entry points that take one.
+TEST(AttentionValidation, PooledMeansOutsideTheEnumIsAnErrorNamingIt) {
+  Args a;
+  a.policy.mode = SparsityMode::Tau;
+  a.workspace_size = workspace_bytes(a.shape, a.policy);
+  const auto stray = static_cast<PooledMeans>(7);
+  for (const bool selection_only : {false, true}) {
+    try {
+      if (selection_only) {
+        launch_selection(a.shape, a.tensors, a.policy, a.workspace, a.workspace_size, nullptr,
+                         stray);
+      } else {
+        (void)launch_attention(a.shape, a.tensors, a.policy, 0.5, a.workspace, a.workspace_size,
+                               nullptr, stray);
+      }
+      FAIL() << "accepted PooledMeans 7 (selection only: " << selection_only << ")";
+    } catch (const InvalidArgument& error) {
+      EXPECT_NE(std::string(error.what()).find("pooled = 7"), std::string::npos) << error.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memplan::attention

@@ -34,18 +34,26 @@ struct BlockList {
   int query_blocks_per_list = 1;
 };
 
+// Where selection's pooled means come from. Compute: launch_attention pools Q and K (and V) itself,
+// one more read of them. InWorkspace: the kernel that wrote Q and K also wrote their means into the
+// workspace (format and helper: memplan/attention/pooled_means.cuh), so selection starts from
+// them; nothing checks them, so means that do not match Q and K select the wrong blocks.
+enum class PooledMeans : unsigned char { Compute, InWorkspace };
+
 // Selection + attention for one step. `step_fraction` is the step's place in the schedule
 // (0..1); with the policy it decides the mode (see effective_mode), which is returned.
 // `workspace` must hold workspace_bytes(shape, policy) bytes, 256-byte aligned.
 SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensors& tensors,
                               const AttentionPolicy& policy, double step_fraction, void* workspace,
-                              std::size_t workspace_size, cudaStream_t stream);
+                              std::size_t workspace_size, cudaStream_t stream,
+                              PooledMeans pooled = PooledMeans::Compute);
 
-// Only the selection: pooled Q/K(/V), the block list and (coarse mode) the coarse output, all in
-// the workspace at the offsets of workspace_layout(shape, policy). Needs a sparse policy mode.
+// Only the selection: pooled Q/K(/V) (unless given), the block list and (coarse mode) the coarse
+// output, all in the workspace at the offsets of workspace_layout(shape, policy). Needs a sparse
+// policy mode.
 void launch_selection(const AttentionShape& shape, const AttentionTensors& tensors,
                       const AttentionPolicy& policy, void* workspace, std::size_t workspace_size,
-                      cudaStream_t stream);
+                      cudaStream_t stream, PooledMeans pooled = PooledMeans::Compute);
 
 // Only the attention forward over `blocks`; `coarse` (fp32 [rows, head_dim] or null) is added to
 // every token of its query block, scaled by `coarse_gate`.
