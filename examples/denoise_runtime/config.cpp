@@ -103,6 +103,10 @@ void add_options(CLI::App& app, Config& c) {
   app.add_option("--second-steps", c.second_steps, "denoise steps of the second pass");
   choice(app, "--rope-cache", c.rope, {{"paused", RopeCache::Paused}, {"rogue", RopeCache::Rogue}},
          "rope table allocated inside a pause scope, or outside (a rogue)");
+  choice(app, "--pooled-means", c.pooled_means,
+         {{"rope", PooledMeansBy::Rope}, {"attention", PooledMeansBy::Attention}},
+         "sparse attention's per-block means of q and k: written by the rope kernel (GPU), or "
+         "pooled by attention from another read of q and k (the CPU always)");
   app.add_option_function<std::string>(
          "--modes", [&c](const std::string& v) { c.modes = parse_modes(v); },
          "allocation modes to run and compare (async is malloc on the CPU)")
@@ -299,5 +303,7 @@ const char* to_string(Weights weights) {
 }
 
 const char* to_string(RopeCache rope) { return rope == RopeCache::Paused ? "paused" : "rogue"; }
+
+const char* to_string(PooledMeansBy by) { return by == PooledMeansBy::Rope ? "rope" : "attention"; }
 
 }  // namespace denoise

@@ -1,6 +1,7 @@
 // The runtime's configuration: model shape, sampler, schedule window, second pass, the rope-cache
-// switch and which allocation modes to run. Parsed from the command line (CLI11); presets fill
-// defaults for the GPU (compute-bound, launch-bound) and for the CPU fallback.
+// and pooled-means switches and which allocation modes to run. Parsed from the command line
+// (CLI11); presets fill defaults for the GPU (compute-bound, launch-bound) and for the CPU
+// fallback.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,10 @@ namespace denoise {
 
 enum class Device : std::uint8_t { Auto, Cpu, Gpu };
 enum class RopeCache : std::uint8_t { Paused, Rogue };  // where the rope table is allocated
+// Who pools q and k per 64-token block for sparse attention's selection: the rope kernel, which
+// writes them anyway (the GPU; memplan/attention/pooled_means.cuh), or attention, which reads
+// them once more (the CPU twin always).
+enum class PooledMeansBy : std::uint8_t { Rope, Attention };
 enum class Mode : std::uint8_t { Graphs, Eager, Baseline };
 // Where the blocks' weights are during a step: all on the device; streamed from pinned host
 // memory into planned staging slots, depth blocks ahead, on a copy stream (memplan::stream); or
@@ -36,6 +41,7 @@ struct Config {
   std::int64_t second_tokens = 6144;  // 0: no second pass
   int second_steps = 12;
   RopeCache rope = RopeCache::Paused;
+  PooledMeansBy pooled_means = PooledMeansBy::Rope;
   std::vector<Mode> modes{Mode::Graphs, Mode::Eager, Mode::Baseline};
   std::uint64_t seed = 42;
   int capture_after = 2;
@@ -67,6 +73,7 @@ void apply_preset(Config& config, bool gpu);
 
 [[nodiscard]] const char* to_string(Mode mode, bool gpu);
 [[nodiscard]] const char* to_string(RopeCache rope);
+[[nodiscard]] const char* to_string(PooledMeansBy by);
 [[nodiscard]] const char* to_string(Weights weights);
 
 }  // namespace denoise

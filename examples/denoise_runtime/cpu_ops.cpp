@@ -125,7 +125,8 @@ class CpuOps final : public Ops {
         table[(t * half + j) * 2 + 1] = static_cast<float>(std::sin(angle));
       }
   }
-  void rope(void* q, void* k, const float* table, const Dims& d, Stream) override {
+  // The CPU twin pools inside attention (rope_can_pool() is false, so `means` is always null).
+  void rope(void* q, void* k, const float* table, const Dims& d, void*, Attn, Stream) override {
     const int half = d.head_dim / 2;
     for (float* x : {f(q), f(k)})
       for (std::int64_t t = 0; t < d.tokens; ++t)
@@ -139,7 +140,7 @@ class CpuOps final : public Ops {
           }
   }
   void attention(void* out, const void* q, const void* k, const void* v, void* ws,
-                 std::size_t ws_bytes, const Dims& d, Attn attn, Stream) override {
+                 std::size_t ws_bytes, const Dims& d, Attn attn, bool, Stream) override {
     const int n = shape_of(d).blocks();
     std::vector<int> all(static_cast<std::size_t>(n));
     std::iota(all.begin(), all.end(), 0);

@@ -29,13 +29,16 @@ int main(int argc, char** argv) {
     apply_preset(config, gpu);
     fmt::print(
         "denoise_runtime on {} ({}): {} blocks, hidden {}, {} tokens x {} steps{}, window "
-        "{}-{}, rope cache {}, weights {}{}\n",
+        "{}-{}, rope cache {}, pooled means by {}, weights {}{}\n",
         platform->device_name(), platform->ops().name(), config.blocks, config.hidden(),
         config.tokens, config.steps,
         config.second_tokens != 0 ? fmt::format(", second pass {} tokens x {} steps",
                                                 config.second_tokens, config.second_steps)
                                   : std::string(),
-        config.window_start, config.window_end, to_string(config.rope), to_string(config.weights),
+        config.window_start, config.window_end, to_string(config.rope),
+        platform->ops().rope_can_pool() ? to_string(config.pooled_means)
+                                        : to_string(PooledMeansBy::Attention),
+        to_string(config.weights),
         config.vram_budget != 0
             ? fmt::format(" under a budget of {}",
                           memplan::human_bytes(static_cast<memplan::Bytes>(config.vram_budget)))

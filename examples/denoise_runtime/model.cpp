@@ -183,6 +183,7 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
     ops.embed(hs, x, temb, pass.sched, pass.counter, t, h, s);
   });
   const std::size_t ws_bytes = sp != nullptr ? 0 : ops.attention_workspace(d, attn);
+  const bool rope_pools = config_.pooled_means == PooledMeansBy::Rope && ops.rope_can_pool();
   for (int b = 0; b < config_.blocks; ++b) {
     const BlockWeights w = weights.enter(b);
     void* n1 = mem.alloc(th);
@@ -193,15 +194,22 @@ void Model::step(const Pass& pass, Attn attn, std::map<std::int64_t, void*>& rop
     auto* q = static_cast<std::byte*>(qkv);
     std::byte* k = q + th;
     std::byte* v = k + th;
-    mem.launch([&ops, q, k, rope_rows, local](Stream s) { ops.rope(q, k, rope_rows, local, s); });
     void* att = nullptr;
     if (sp != nullptr) {
+      mem.launch([&ops, q, k, rope_rows, local, attn](Stream s) {
+        ops.rope(q, k, rope_rows, local, nullptr, attn, s);
+      });
       att = sp->attend(mem, qkv, d, attn);  // frees qkv
     } else {
+      // A sparse call's workspace comes first, so rope can write the pooled means into it.
       void* ws = ws_bytes != 0 ? mem.alloc(ws_bytes, "attn_workspace") : nullptr;
+      const bool means = ws != nullptr && rope_pools;
+      mem.launch([&ops, q, k, rope_rows, local, attn, ws, means](Stream s) {
+        ops.rope(q, k, rope_rows, local, means ? ws : nullptr, attn, s);
+      });
       att = mem.alloc(th);
-      mem.launch([&ops, att, q, k, v, ws, ws_bytes, d, attn](Stream s) {
-        ops.attention(att, q, k, v, ws, ws_bytes, d, attn, s);
+      mem.launch([&ops, att, q, k, v, ws, ws_bytes, d, attn, means](Stream s) {
+        ops.attention(att, q, k, v, ws, ws_bytes, d, attn, means, s);
       });
       if (ws != nullptr) mem.free(ws);
       mem.free(qkv);

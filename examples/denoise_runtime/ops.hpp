@@ -68,9 +68,16 @@ class Ops {
                         Stream s) = 0;
   // table[t][j] = (cos, sin)(t * 10000^(-2j/d)), float [tokens][head_dim/2][2]
   virtual void rope_table(float* table, std::int64_t tokens, int head_dim, Stream s) = 0;
-  virtual void rope(void* q, void* k, const float* table, const Dims& dims, Stream s) = 0;
+  // Rotates q and k in place. With `means` (the attention workspace of a sparse call, laid out
+  // for `attn`; only where rope_can_pool()), also writes the pooled means of the rotated q and k
+  // into it (memplan/attention/pooled_means.cuh): attention then takes them (means_given)
+  // instead of reading q and k once more to pool them.
+  [[nodiscard]] virtual bool rope_can_pool() const { return false; }
+  virtual void rope(void* q, void* k, const float* table, const Dims& dims, void* means, Attn attn,
+                    Stream s) = 0;
   virtual void attention(void* out, const void* q, const void* k, const void* v, void* workspace,
-                         std::size_t workspace_bytes, const Dims& dims, Attn attn, Stream s) = 0;
+                         std::size_t workspace_bytes, const Dims& dims, Attn attn, bool means_given,
+                         Stream s) = 0;
   virtual void gelu(void* x, std::int64_t n, Stream s) = 0;
   // h += o; a null `o` adds 1 (norm gains)
   virtual void add(void* h, const void* o, std::int64_t n, Stream s) = 0;

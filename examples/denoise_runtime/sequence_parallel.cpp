@@ -64,7 +64,7 @@ void* SequenceParallel::attend(StepMemory& mem, void* qkv, const Dims& full, Att
   std::byte* k = q + shard_bytes;
   std::byte* v = k + shard_bytes;
   mem.launch([&ops, out, q, k, v, ws, ws_bytes, mine, attn](Stream s) {
-    ops.attention(out, q, k, v, ws, ws_bytes, mine, attn, s);
+    ops.attention(out, q, k, v, ws, ws_bytes, mine, attn, /*means_given=*/false, s);
   });
   if (ws != nullptr) mem.free(ws);
   mem.free(heads);
