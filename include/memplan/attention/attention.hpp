@@ -37,7 +37,8 @@ struct BlockList {
 // Where selection's pooled means come from. Compute: launch_attention pools Q and K (and V) itself,
 // one more read of them. InWorkspace: the kernel that wrote Q and K also wrote their means into the
 // workspace (format and helper: memplan/attention/pooled_means.cuh), so selection starts from
-// them; nothing checks them, so means that do not match Q and K select the wrong blocks.
+// them; nothing checks them, so means that do not match Q and K select the wrong blocks. A step
+// that runs dense (outside the policy's window, say) selects nothing and reads no means.
 enum class PooledMeans : unsigned char { Compute, InWorkspace };
 
 // Selection + attention for one step. `step_fraction` is the step's place in the schedule
