@@ -11,6 +11,8 @@
 // ATTENTION_BENCH_FULL_LIST=1 adds top-k 100 % (every block listed): the block-list path at dense's
 // work. Modes named "/2" select one list per pair of query blocks (query_blocks_per_list 2).
 // ATTENTION_BENCH_MODES=topk10/2,tau1.5/2 runs only the named modes (default: all).
+// Tau's lists are timed as launch_attention visits them (rotated, BlockList::rotate_visits) and,
+// on a line of their own, in list order.
 // Each mode's second line: the selection's share of the call, and the same with the pooled means
 // given (PooledMeans::InWorkspace; bench/rope_means_bench measures what writing them costs a
 // producer).
@@ -234,7 +236,9 @@ void run(std::int64_t tokens) {
       const WorkspaceLayout layout = workspace_layout(shape, policy);
       void* workspace = nullptr;
       CHECK(cudaMalloc(&workspace, layout.bytes));
-      const BlockList list = workspace_block_list(layout, workspace);
+      // The lists as launch_attention visits them: tau's rotated (BlockList::rotate_visits).
+      BlockList list = workspace_block_list(layout, workspace);
+      list.rotate_visits = m.mode == SparsityMode::Tau;
       const double select_ms = median_ms(
           [&] { launch_selection(shape, in.tensors(), policy, workspace, layout.bytes, nullptr); },
           reps);
@@ -254,6 +258,15 @@ void run(std::int64_t tokens) {
       }
       use_kernel(paths[0]);
       const double attend_ms = attend[0];
+      // Rotated lists also visited in order, on the first path: what rotation gains.
+      double in_order_ms = 0.0;
+      if (list.rotate_visits) {
+        BlockList in_order = list;
+        in_order.rotate_visits = false;
+        in_order_ms = median_ms(
+            [&] { launch_flash_forward(shape, in.tensors(), in_order, nullptr, 0.0f, nullptr); },
+            reps);
+      }
       const double total_ms = median_ms(
           [&] {
             launch_attention(shape, in.tensors(), policy, 0.5, workspace, layout.bytes, nullptr);
@@ -287,6 +300,11 @@ void run(std::int64_t tokens) {
           "%8.3f ms  selection share %5.2f%%\n",
           kind, static_cast<long long>(tokens), m.name, 100.0 * select_ms / total_ms,
           select_given_ms, total_given_ms, 100.0 * select_given_ms / total_given_ms);
+      if (in_order_ms > 0.0) {
+        std::printf("%-7s N=%-6lld %-8s attend in list order %8.3f ms (%6.1f TFLOP/s kept)\n", kind,
+                    static_cast<long long>(tokens), m.name, in_order_ms,
+                    static_cast<double>(visited) * block_flops / in_order_ms * 1e-9);
+      }
       for (std::size_t i = 1; i < paths.size(); ++i) {
         std::printf(
             "%-7s N=%-6lld %-8s attend [%-7s] %8.3f ms (%6.1f TFLOP/s kept)  rel-L2 vs [%s] "

@@ -13,11 +13,19 @@
 // (finite values, fully masked): the bytes a stage expects never vary. How consumers overlap
 // softmax with the products: see TmaConfig.
 //
+// Rotated visits (BlockList::rotate_visits, shared rings): CTA c (in launch order) visits its
+// list from the first block at or past (c mod SMs) / SMs of the key blocks, wrapping around
+// (first_visit.cuh). CTAs start about one SM's share of a CTA's time apart once their lists
+// differ in length, so the CTAs that run together then read the same keys at a time, which stay
+// in L2; visited from their first blocks, they read the whole head's K and V at once, which at
+// 169,000 tokens (86 MB a head) outgrows L2 (Nsight Compute, H200, 2026-12-02, tau 1.5 "/2"
+// with random inputs: L2 hit rate 48 % in list order, 78 % rotated; docs/attention.md). Lists of
+// one length run in lockstep waves that start together at block 0, which rotation would
+// scatter; dense launches never rotate.
+//
 // Synchronisation: mbarriers in shared memory, per ring, no CTA barrier after set-up.
-//   q_full        1 arrival (the producer's expect_tx) + the bytes of the ring's groups' Q;
-//                 phase j = the CTA's j-th item.
-//   q_empty       as k_empty, once the item's last S completed (S reads Q); the producer loads
-//                 the Q of item j > 0 after waiting q_empty with parity (j - 1) & 1.
+//   q_full        2 arrivals (the producer's expect_tx, and its publication of the first visit
+//                 once its warp found it, while Q loads) + the bytes of the ring's groups' Q.
 //   k_full[s], v_full[s]    1 arrival + one tile's bytes; phase n = the n-th use of stage s.
 //   k_empty[s], v_empty[s]  one arrival per consumer thread (dense) or consumer warp (block
 //                           lists) of the ring's groups, after its warpgroup's wgmma that read
@@ -28,12 +36,7 @@
 // (n - 1) & 1, i.e. after every consumer released use n - 1. So no barrier can run two phases
 // ahead of a waiter (a consumer cannot release use n before use n was loaded, the producer
 // cannot load use n + 1 before use n was released), and parity names the phase unambiguously.
-// Every consumer thread (warp) arrives on each empty barrier of its ring exactly once per tile,
-// and on q_empty once per item. Tiles are counted across the CTA's items (item j's tile t is the
-// ring's tile t0 + t, t0 the tiles of its items before j), so the invariants hold across items.
-// The producer writes item j's first visit (the rotation) to shared memory before its q_full
-// arrival (release) and consumers read it after their q_full wait (acquire), before they arrive
-// on q_empty, which the producer waits for before writing item j + 1's.
+// Every consumer thread (warp) arrives on each empty barrier of its ring exactly once per tile.
 // No deadlock: consumer step t needs K(t) and V(t - 1) (P V of a tile runs in the step after
 // its S); the producer issues K(j), V(j) in tile order and first waits for the release of
 // K(j - K_STAGES) (step j - K_STAGES) or V(j - V_STAGES) (step j - V_STAGES + 1), steps that need
@@ -45,16 +48,19 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 
+#include "first_visit.cuh"
 #include "flash_row.cuh"
 #include "flash_tma.hpp"
 #include "memplan/cuda_check.hpp"
+#include "memplan/error.hpp"
 #include "tensor_map.hpp"
 #include "tma.cuh"
 #include "wgmma_tile.cuh"
@@ -79,8 +85,7 @@ namespace {
 //   kQInRegisters  S reads Q from registers (wgmma with A from registers), not shared memory;
 //   kReleasePerWarp      a consumer warp releases a stage with one arrival (its lane 0, after
 //                  the warp's wgmma.wait_group), not one per thread: 4 arrivals a group per tile
-//                  instead of 128 on the same shared-memory word;
-//   kPersistent    one CTA per SM running items in turn, lists rotated (top of the file).
+//                  instead of 128 on the same shared-memory word.
 template <class Setup>
 struct TmaConfig : Setup {
   using Setup::kSharedRing, Setup::kKeys, Setup::kKStages, Setup::kVStages;
@@ -102,15 +107,12 @@ struct TmaConfig : Setup {
   static constexpr int kTileBytes = kv_tile_bytes<kKeys>();
   static constexpr int kRingOffset = kWgQBytes * kGroups;  // the groups' Q blocks come first
   static constexpr int kRingBytes = kTileBytes * (kKStages + kVStages);  // K stages, V stages
-  // Per ring: q_full, q_empty, k_full[kKStages], v_full[kVStages], k_empty[kKStages],
-  // v_empty[kVStages].
-  static constexpr int kBarriersPerRing = 2 + 2 * (kKStages + kVStages);
+  // Per ring: q_full, k_full[kKStages], v_full[kVStages], k_empty[kKStages], v_empty[kVStages].
+  static constexpr int kBarriersPerRing = 1 + 2 * (kKStages + kVStages);
   static constexpr int kBarrierOffset = kRingOffset + kRingBytes * kRings;
-  // Then per ring the current item's first visit (int), and per warp a partial sum (int64) of
-  // the launch's tiles.
+  // Then each ring's first visit (an int, see rotated lists at the top of the file).
   static constexpr int kFirstVisitOffset = kBarrierOffset + 8 * kBarriersPerRing * kRings;
-  static constexpr int kTileSumOffset = kFirstVisitOffset + 8 * kRings;
-  static constexpr int kSmemBytes = kTileSumOffset + 8 * (kThreads / 32);
+  static constexpr int kSmemBytes = kFirstVisitOffset + 4 * kRings;
   static_assert(kKeys == 64 || kKeys == 128 || kKeys == 192, "key tiles of 1-3 64-token blocks");
   static_assert(kRings <= kProducerThreads / 32, "one producer warp per ring");
   static_assert(kSmemBytes <= 227 * 1024, "the shared memory of one CTA an SM holds");
@@ -129,40 +131,12 @@ __device__ __forceinline__ void load_block(std::uint32_t dst, std::uint32_t half
   }
 }
 
-// A work item: the CTA's first query block and its (head, batch); item numbers run over the
-// pairs of query blocks fastest, then heads, then batches.
-struct Item {
-  int first_q_block, head, batch;
-};
-__device__ __forceinline__ Item item_at(const FlashParams& p, int item, int groups) {
-  const int pairs = (p.blocks + groups - 1) / groups;
-  const int rest = item / pairs;
-  return Item{(item % pairs) * groups, rest % p.heads, rest / p.heads};
-}
-
-// The first visit of a rotated list: the first listed block at or past `start_block` (0 if none
-// is), so a visit i is list entry (first + i) % count.
-__device__ __forceinline__ int first_visit(const FlashRow<kWgD>& fr, int start_block) {
-  if (fr.list == nullptr) return start_block < fr.count ? start_block : 0;
-  int lo = 0;
-  int hi = fr.count;
-  while (lo < hi) {  // lower bound: lists are sorted ascending
-    const int mid = (lo + hi) / 2;
-    if (__ldg(fr.list + mid) < start_block) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo < fr.count ? lo : 0;
-}
-
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     flash_tma_kernel(const __grid_constant__ CUtensorMap q_map,
                      const __grid_constant__ CUtensorMap k_map,
                      const __grid_constant__ CUtensorMap v_map, const FlashParams p,
-                     const float scale_log2, const int items, const bool rotate, const bool snake) {
+                     const float scale_log2, const int rotation_period) {
   extern __shared__ __align__(1024) unsigned char smem[];
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // built for sm_90a only; never launched elsewhere
@@ -177,27 +151,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
-  // The CTA's j-th item (EXPERIMENT snake: odd rounds in reverse CTA order).
-  auto item_of = [&](int j) {
-    const int c = snake && (j & 1) ? static_cast<int>(gridDim.x - 1 - blockIdx.x)
-                                   : static_cast<int>(blockIdx.x);
-    return j * static_cast<int>(gridDim.x) + c;
-  };
+  const int cta_head = blockIdx.y;
+  const int cta_batch = blockIdx.z;
+  const int first_q_block = blockIdx.x * Cfg::kGroups;
 
   // Ring r's barriers and stages.
   auto bar = [&](int r, int i) {
     return s_base + Cfg::kBarrierOffset + 8 * (r * Cfg::kBarriersPerRing + i);
   };
   auto q_full = [&](int r) { return bar(r, 0); };
-  auto q_empty = [&](int r) { return bar(r, 1); };
-  auto k_full = [&](int r, int s) { return bar(r, 2 + s); };
-  auto v_full = [&](int r, int s) { return bar(r, 2 + kKStages + s); };
-  auto k_empty = [&](int r, int s) { return bar(r, 2 + kKStages + kVStages + s); };
-  auto v_empty = [&](int r, int s) { return bar(r, 2 + 2 * kKStages + kVStages + s); };
+  auto k_full = [&](int r, int s) { return bar(r, 1 + s); };
+  auto v_full = [&](int r, int s) { return bar(r, 1 + kKStages + s); };
+  auto k_empty = [&](int r, int s) { return bar(r, 1 + kKStages + kVStages + s); };
+  auto v_empty = [&](int r, int s) { return bar(r, 1 + 2 * kKStages + kVStages + s); };
   auto ring_base = [&](int r) { return s_base + Cfg::kRingOffset + Cfg::kRingBytes * r; };
   auto s_k = [&](int r, int s) { return ring_base(r) + kTileBytes * s; };
   auto s_v = [&](int r, int s) { return ring_base(r) + kTileBytes * (kKStages + s); };
-  auto* first_visit_of = reinterpret_cast<volatile int*>(smem + Cfg::kFirstVisitOffset);
   // The row of query block `q_block` of (head, batch); a block past the last (an odd block count
   // leaves the second group of the last CTA without a row) gets the last block's, and no tile.
   // With a shared ring (dense) every group has the first group's list.
@@ -211,8 +180,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (tid == 0) {
     for (int r = 0; r < Cfg::kRings; ++r) {
-      mbar_init(q_full(r), 1);
-      mbar_init(q_empty(r), Cfg::kReleases);
+      mbar_init(q_full(r), 2);  // Q's expect_tx, and the first visit's publication
       for (int s = 0; s < kKStages; ++s) {
         mbar_init(k_full(r, s), 1);
         mbar_init(k_empty(r, s), Cfg::kReleases);
@@ -224,86 +192,64 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     mbar_init_fence();
   }
-  // The launch's mean tiles per item, the unit of the rotation's clock (`rotate`: a persistent
-  // grid on block lists; dense items are all alike). Every thread sums a share of the items.
-  if (rotate) {
-    long long tiles = 0;
-    for (int item = tid; item < items; item += Cfg::kThreads) {
-      const Item it = item_at(p, item, Cfg::kGroups);
-      tiles += tiles_of(it.first_q_block, row_of(it.first_q_block, it.head, it.batch));
-    }
-    for (int offset = 16; offset > 0; offset /= 2) {
-      tiles += __shfl_xor_sync(0xffffffffu, tiles, offset);
-    }
-    if (lane == 0) reinterpret_cast<long long*>(smem + Cfg::kTileSumOffset)[tid / 32] = tiles;
-  }
   __syncthreads();  // the last CTA-wide barrier: from here on, only the mbarriers
-  float mean_tiles = 0.0f;
-  if (rotate) {
-    long long tiles = 0;
-    for (int w = 0; w < Cfg::kThreads / 32; ++w) {
-      tiles += reinterpret_cast<const long long*>(smem + Cfg::kTileSumOffset)[w];
-    }
-    mean_tiles = static_cast<float>(static_cast<double>(tiles) / items);
-  }
 
   if (tid >= Cfg::kConsumers) {
     // The producer: the first thread of producer warp r issues every copy of ring r, so one
     // ring never waits for another's consumers. A shared ring serves dense rows: the first
-    // group's list is everyone's. For each item, Q of the ring's groups first (a group past the
-    // last query block loads rows past the end: zeros, never stored).
+    // group's list is everyone's. Q of the ring's groups first (a group past the last query
+    // block loads rows past the end: zeros, never stored).
     warpgroup_release_registers<Cfg::kProducerRegisters>();
     const int producer_warp = (tid - Cfg::kConsumers) / 32;
-    if (producer_warp >= Cfg::kRings || lane != 0) return;
+    if (producer_warp >= Cfg::kRings) return;
     const int ring = Cfg::kRings == 1 ? 0 : producer_warp;
     const int first_group = ring * Cfg::kGroupsPerRing;
-    int t0 = 0;  // the ring's tiles of the CTA's earlier items
-    int item_no = 0;
-    for (int item = item_of(0); item < items; item = item_of(++item_no)) {
-      const Item it = item_at(p, item, Cfg::kGroups);
-      // Q, then the K and V tiles of the row of the ring's first group's query block.
-      const int q_block = it.first_q_block + first_group;
-      const FlashRow<kWgD> fr = row_of(q_block, it.head, it.batch);
-      const int tiles = tiles_of(q_block, fr);
-      int first = 0;
-      if (rotate) {
-        float phase = static_cast<float>(t0) / mean_tiles;
-        phase -= floorf(phase);
-        first = first_visit(fr, min(static_cast<int>(phase * p.blocks), p.blocks - 1));
-      }
-      if (item_no > 0) mbar_wait(q_empty(ring), (item_no - 1) & 1);
-      first_visit_of[ring] = first;  // published by the arrival on q_full (release)
+    // Q, then the K and V tiles of the row of the ring's first group's query block.
+    const int q_block = first_q_block + first_group;
+    const FlashRow<kWgD> fr = row_of(q_block, cta_head, cta_batch);
+    const int tiles = tiles_of(q_block, fr);
+    if (lane == 0) {
       mbar_arrive_expect_tx(q_full(ring), kWgQBytes * Cfg::kGroupsPerRing);
       for (int g = 0; g < Cfg::kGroupsPerRing; ++g) {
         load_block(s_base + kWgQBytes * (first_group + g), kWgHalfBytes, &q_map, q_full(ring),
-                   static_cast<std::int64_t>(q_block + g) * 64, it.head, it.batch);
+                   static_cast<std::int64_t>(q_block + g) * 64, cta_head, cta_batch);
       }
-      // K (or V) of the item's tile t into its stage, once every consumer released the stage's
-      // previous use.
-      auto load_kv = [&](bool is_v, int t) {
-        const int stages = is_v ? kVStages : kKStages;
-        const int stage = (t0 + t) % stages;
-        const int use = (t0 + t) / stages;
-        if (use > 0) {
-          mbar_wait(is_v ? v_empty(ring, stage) : k_empty(ring, stage), (use - 1) & 1);
-        }
-        const std::uint32_t full = is_v ? v_full(ring, stage) : k_full(ring, stage);
-        mbar_arrive_expect_tx(full, kTileBytes);
+    }
+    // The first visit, found by the warp while Q loads, published by the second arrival on
+    // q_full (a release; the consumers' wait acquires it).
+    int first = 0;
+    if (rotation_period > 0) {
+      const std::int64_t cta =
+          blockIdx.x + static_cast<std::int64_t>(gridDim.x) *
+                           (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
+      const int start_block = static_cast<int>(cta % rotation_period * p.blocks / rotation_period);
+      first = first_visit([&](int i) { return fr.key_block(i); }, fr.count, start_block, lane);
+    }
+    if (lane != 0) return;
+    reinterpret_cast<volatile int*>(smem + Cfg::kFirstVisitOffset)[ring] = first;
+    mbar_arrive(q_full(ring));
+    // K (or V) of tile t into its stage, once every consumer released the stage's previous use.
+    auto load_kv = [&](bool is_v, int t) {
+      const int stages = is_v ? kVStages : kKStages;
+      const int stage = t % stages;
+      const int use = t / stages;
+      if (use > 0) {
+        mbar_wait(is_v ? v_empty(ring, stage) : k_empty(ring, stage), (use - 1) & 1);
+      }
+      const std::uint32_t full = is_v ? v_full(ring, stage) : k_full(ring, stage);
+      mbar_arrive_expect_tx(full, kTileBytes);
 #pragma unroll
-        for (int b = 0; b < kPerTile; ++b) {
-          // Visit i (a slot past the list's end: the tile's first visit again, masked).
-          const int i = t * kPerTile + b < fr.count ? t * kPerTile + b : t * kPerTile;
-          const int entry = i + first < fr.count ? i + first : i + first - fr.count;
-          const std::int64_t token0 = static_cast<std::int64_t>(fr.key_block(entry)) * 64;
-          load_block((is_v ? s_v(ring, stage) : s_k(ring, stage)) + b * kWgHalfBytes, kKeys * 128,
-                     is_v ? &v_map : &k_map, full, token0, it.head, it.batch);
-        }
-      };
-      for (int t = 0; t < tiles; ++t) {  // K and V of each tile, in tile order
-        load_kv(false, t);
-        load_kv(true, t);
+      for (int b = 0; b < kPerTile; ++b) {
+        const int i = t * kPerTile + b < fr.count ? t * kPerTile + b : t * kPerTile;
+        const int entry = i + first < fr.count ? i + first : i + first - fr.count;
+        const std::int64_t token0 = static_cast<std::int64_t>(fr.key_block(entry)) * 64;
+        load_block((is_v ? s_v(ring, stage) : s_k(ring, stage)) + b * kWgHalfBytes, kKeys * 128,
+                   is_v ? &v_map : &k_map, full, token0, cta_head, cta_batch);
       }
-      t0 += tiles;
+    };
+    for (int t = 0; t < tiles; ++t) {  // K and V of each tile, in tile order
+      load_kv(false, t);
+      load_kv(true, t);
     }
     return;
   }
@@ -321,153 +267,137 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   auto release = [&](std::uint32_t empty) {
     if (!Cfg::kReleasePerWarp || lane == 0) mbar_arrive(empty);
   };
+
+  // The group's row (query block first_q_block + group: its output, its coarse row), and the
+  // list of the keys it visits: with a shared ring the ring's, the first group's row.
+  const int q_block = first_q_block + group;
+  const FlashRow<kWgD> fr = row_of(q_block, cta_head, cta_batch);
+  const FlashRow<kWgD> keys = Cfg::kSharedRing ? row_of(first_q_block, cta_head, cta_batch) : fr;
+  const int tiles = tiles_of(q_block, keys);
   const std::uint32_t s_q = s_base + kWgQBytes * group;
-  int t0 = 0;  // the ring's tiles of the CTA's earlier items
-  int item_no = 0;
-  for (int item = item_of(0); item < items; item = item_of(++item_no)) {
-    const Item it = item_at(p, item, Cfg::kGroups);
-    // The group's row (query block first_q_block + group: its output, its coarse row), and the
-    // list of the keys it visits: with a shared ring the ring's, the first group's row.
-    const int q_block = it.first_q_block + group;
-    const FlashRow<kWgD> fr = row_of(q_block, it.head, it.batch);
-    const FlashRow<kWgD> keys = Cfg::kSharedRing ? row_of(it.first_q_block, it.head, it.batch) : fr;
-    const int tiles = tiles_of(q_block, keys);
 
-    float o[64];
+  // Keys of each block slot of tile t that exist: 64, fewer for the last block of the
+  // sequence, 0 for a slot past the end of the list.
+  int first = 0;  // the list's rotation, from the producer once Q arrived
+  auto valid_keys = [&](int t, int(&valid)[kPerTile]) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.0f;
-    float m[2] = {-INFINITY, -INFINITY};
-    float l[2] = {0.0f, 0.0f};
-    float correction[2];
+    for (int b = 0; b < kPerTile; ++b) {
+      const int i = t * kPerTile + b + first;
+      const int entry = i < keys.count ? i : i - keys.count;
+      valid[b] =
+          t * kPerTile + b < keys.count
+              ? keys_in_block(static_cast<std::int64_t>(keys.key_block(entry)) * 64, p.tokens)
+              : 0;
+    }
+  };
 
-    // Ping-pong: the products of a step are issued between sync on the group's own named
-    // barrier (1 + group) and arrive on the other's, so the groups alternate on the tensor cores
-    // while the other one runs its softmax. A group's own steps: tiles + 1 (none without a
-    // tile). Both groups take `turns` turns, the larger of the two groups' step counts (with a
-    // shared ring both have the same): a group with fewer steps takes the rest as empty turns
-    // (take, pass) after its own. Barrier counts: each group syncs its own barrier in every
-    // turn; group 0 arrives on group 1's in every turn; group 1 arrives on group 0's once
-    // before its first turn (group 0 goes first) and in every turn but the last. So each
-    // barrier completes `turns` times an item, with both groups' 128 threads each time, and
-    // group 1 arrives for an item only after its last turn of the one before. No barrier is
-    // touched when turns == 0.
-    int empty_turns = 0;  // after the group's own steps
-    int turns = tiles > 0 ? tiles + 1 : 0;
-    if constexpr (!Cfg::kSharedRing) {
-      const int other_block = q_block + 1 - 2 * group;
-      const int other_tiles = tiles_of(other_block, row_of(other_block, it.head, it.batch));
-      const int most = tiles > other_tiles ? tiles : other_tiles;
-      empty_turns = (most > 0 ? most + 1 : 0) - turns;
-      turns += empty_turns;
-    }
-    auto take_turn = [&] { named_barrier_sync<256>(1 + group); };
-    auto pass_turn = [&] { named_barrier_arrive<256>(2 - group); };
-    auto last_pass = [&] {  // the last of the group's own steps
-      if (group == 0 || empty_turns > 0) pass_turn();
-    };
-    if (group == 1 && turns > 0) named_barrier_arrive<256>(1);
-    auto wait_k = [&](int t) {
-      mbar_wait<kRaised>(k_full(ring, (t0 + t) % kKStages), ((t0 + t) / kKStages) & 1);
-    };
-    auto wait_v = [&](int t) {
-      mbar_wait<kRaised>(v_full(ring, (t0 + t) % kVStages), ((t0 + t) / kVStages) & 1);
-    };
-    auto k_stage = [&](int t) { return (t0 + t) % kKStages; };
-    auto v_stage = [&](int t) { return (t0 + t) % kVStages; };
+  float o[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY};
+  float l[2] = {0.0f, 0.0f};
+  float correction[2];
 
-    mbar_wait<kRaised>(q_full(ring), item_no & 1);
-    const int first = first_visit_of[ring];
-    // Keys of each block slot of tile t that exist: 64, fewer for the last block of the
-    // sequence, 0 for a slot past the end of the list.
-    auto valid_keys = [&](int t, int(&valid)[kPerTile]) {
+  // Ping-pong: the products of a step are issued between sync on the group's own named
+  // barrier (1 + group) and arrive on the other's, so the groups alternate on the tensor cores
+  // while the other one runs its softmax. A group's own steps: tiles + 1 (none without a
+  // tile). Both groups take `turns` turns, the larger of the two groups' step counts (with a
+  // shared ring both have the same): a group with fewer steps takes the rest as empty turns
+  // (take, pass) after its own. Barrier counts: each group syncs its own barrier in every
+  // turn; group 0 arrives on group 1's in every turn; group 1 arrives on group 0's once
+  // before its first turn (group 0 goes first) and in every turn but the last. So each
+  // barrier completes `turns` times, with both groups' 128 threads each time. No barrier is
+  // touched when turns == 0.
+  int empty_turns = 0;  // after the group's own steps
+  int turns = tiles > 0 ? tiles + 1 : 0;
+  if constexpr (!Cfg::kSharedRing) {
+    const int other_block = q_block + 1 - 2 * group;
+    const int other_tiles = tiles_of(other_block, row_of(other_block, cta_head, cta_batch));
+    const int most = tiles > other_tiles ? tiles : other_tiles;
+    empty_turns = (most > 0 ? most + 1 : 0) - turns;
+    turns += empty_turns;
+  }
+  auto take_turn = [&] { named_barrier_sync<256>(1 + group); };
+  auto pass_turn = [&] { named_barrier_arrive<256>(2 - group); };
+  auto last_pass = [&] {  // the last of the group's own steps
+    if (group == 0 || empty_turns > 0) pass_turn();
+  };
+  if (group == 1 && turns > 0) named_barrier_arrive<256>(1);
+  auto wait_k = [&](int t) { mbar_wait<kRaised>(k_full(ring, t % kKStages), (t / kKStages) & 1); };
+  auto wait_v = [&](int t) { mbar_wait<kRaised>(v_full(ring, t % kVStages), (t / kVStages) & 1); };
+  auto k_stage = [&](int t) { return t % kKStages; };
+  auto v_stage = [&](int t) { return t % kVStages; };
+
+  mbar_wait<kRaised>(q_full(ring), 0);
+  first = reinterpret_cast<volatile int*>(smem + Cfg::kFirstVisitOffset)[ring];
+  // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory.
+  std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
+  if constexpr (Cfg::kQInRegisters) load_q_fragments(qa, s_q, warp, lane);
+  auto issue_s_of = [&](float(&s)[kKeys / 2], int t) {
+    if constexpr (Cfg::kQInRegisters) {
+      issue_s_rs<kKeys>(s, qa, s_k(ring, k_stage(t)));
+    } else {
+      issue_s<kKeys>(s, s_q, s_k(ring, k_stage(t)));
+    }
+  };
+  std::uint32_t a[kKeys / 16][4];  // P of the previous tile
+  // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
+  // while P V runs; step 0 has no P V, the last step (tiles) only P V. A group's turn covers
+  // the issue of both products.
+  if (tiles > 0) {
+    float s[kKeys / 2];
+    int valid[kPerTile];
+    valid_keys(0, valid);
+    wait_k(0);
+    take_turn();
+    wgmma_fence();
+    issue_s_of(s, 0);
+    pass_turn();
+    wgmma_wait<0>();
+    release(k_empty(ring, k_stage(0)));
+    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
+    pack_p<kKeys>(a, s);
+  }
+  for (int t = 1; t < tiles; ++t) {
+    float s[kKeys / 2];  // declared per step: no value flows into the next step's S
+    int valid[kPerTile];
+    valid_keys(t, valid);
+    wait_k(t);
+    wait_v(t - 1);
+    take_turn();
+    wgmma_fence();
+    issue_s_of(s, t);
+    issue_pv<kKeys>(o, a, s_v(ring, v_stage(t - 1)));
+    pass_turn();
+    wgmma_wait<1>();  // S of tile t: its K stage is free
+    release(k_empty(ring, k_stage(t)));
+    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
+    wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
+    release(v_empty(ring, v_stage(t - 1)));
+    rescale(o, correction);
+    pack_p<kKeys>(a, s);
+  }
+  if (tiles > 0) {
+    const int last = tiles - 1;
+    wait_v(last);
+    take_turn();
+    wgmma_fence();
+    issue_pv<kKeys>(o, a, s_v(ring, v_stage(last)));
+    last_pass();
+    wgmma_wait<0>();
+    release(v_empty(ring, v_stage(last)));
+  }
+  for (int e = 0; e < empty_turns; ++e) {
+    take_turn();
+    if (group == 0 || e + 1 < empty_turns) pass_turn();
+  }
+  if (Cfg::kSharedRing || q_block < p.blocks) {  // else no row (fr is a neighbour's)
+    // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
 #pragma unroll
-      for (int b = 0; b < kPerTile; ++b) {
-        const int i = t * kPerTile + b + first;
-        const int entry = i < keys.count ? i : i - keys.count;
-        valid[b] =
-            t * kPerTile + b < keys.count
-                ? keys_in_block(static_cast<std::int64_t>(keys.key_block(entry)) * 64, p.tokens)
-                : 0;
-      }
-    };
-    // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory; either
-    // way it is free for the next item's once the item's last S completed.
-    std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
-    if constexpr (Cfg::kQInRegisters) load_q_fragments(qa, s_q, warp, lane);
-    auto issue_s_of = [&](float(&s)[kKeys / 2], int t) {
-      if constexpr (Cfg::kQInRegisters) {
-        issue_s_rs<kKeys>(s, qa, s_k(ring, k_stage(t)));
-      } else {
-        issue_s<kKeys>(s, s_q, s_k(ring, k_stage(t)));
-      }
-    };
-    if constexpr (Cfg::kQInRegisters) release(q_empty(ring));
-    auto release_q_after_last_s = [&](int t) {
-      if (!Cfg::kQInRegisters && t == tiles - 1) release(q_empty(ring));
-    };
-    if (!Cfg::kQInRegisters && tiles == 0) release(q_empty(ring));
-    std::uint32_t a[kKeys / 16][4];  // P of the previous tile
-    // Step t: S of tile t and P V of tile t - 1 on the tensor cores, then the softmax of tile t
-    // while P V runs; step 0 has no P V, the last step (tiles) only P V. A group's turn covers
-    // the issue of both products.
-    if (tiles > 0) {
-      float s[kKeys / 2];
-      int valid[kPerTile];
-      valid_keys(0, valid);
-      wait_k(0);
-      take_turn();
-      wgmma_fence();
-      issue_s_of(s, 0);
-      pass_turn();
-      wgmma_wait<0>();
-      release(k_empty(ring, k_stage(0)));
-      release_q_after_last_s(0);
-      softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-      pack_p<kKeys>(a, s);
+    for (int hr = 0; hr < 2; ++hr) {
+      store_row<kWgD>(p, fr, q_block, warp * 16 + lane / 4 + hr * 8, l[hr], lane,
+                      [&](int dt, int j) { return o[4 * dt + 2 * hr + j]; });
     }
-    for (int t = 1; t < tiles; ++t) {
-      float s[kKeys / 2];  // declared per step: no value flows into the next step's S
-      int valid[kPerTile];
-      valid_keys(t, valid);
-      wait_k(t);
-      wait_v(t - 1);
-      take_turn();
-      wgmma_fence();
-      issue_s_of(s, t);
-      issue_pv<kKeys>(o, a, s_v(ring, v_stage(t - 1)));
-      pass_turn();
-      wgmma_wait<1>();  // S of tile t: its K stage is free
-      release(k_empty(ring, k_stage(t)));
-      release_q_after_last_s(t);
-      softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-      wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
-      release(v_empty(ring, v_stage(t - 1)));
-      rescale(o, correction);
-      pack_p<kKeys>(a, s);
-    }
-    if (tiles > 0) {
-      const int last = tiles - 1;
-      wait_v(last);
-      take_turn();
-      wgmma_fence();
-      issue_pv<kKeys>(o, a, s_v(ring, v_stage(last)));
-      last_pass();
-      wgmma_wait<0>();
-      release(v_empty(ring, v_stage(last)));
-    }
-    for (int e = 0; e < empty_turns; ++e) {
-      take_turn();
-      if (group == 0 || e + 1 < empty_turns) pass_turn();
-    }
-    if (Cfg::kSharedRing || q_block < p.blocks) {  // else no row (fr is a neighbour's)
-      // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        store_row<kWgD>(p, fr, q_block, warp * 16 + lane / 4 + hr * 8, l[hr], lane,
-                        [&](int dt, int j) { return o[4 * dt + 2 * hr + j]; });
-      }
-    }
-    t0 += tiles;
   }
 #endif
 }
@@ -483,7 +413,6 @@ struct DenseSetup {
   static constexpr int kKStages = 2, kVStages = 2;
   static constexpr bool kQInRegisters = false;
   static constexpr bool kReleasePerWarp = false;
-  static constexpr bool kPersistent = true;
 };
 // Block lists: a ring per group, each on its own list, 128-key tiles with K one stage and V two
 // (96 KB a group + two Q blocks): K(t + 1) is loaded as soon as S(t) read K(t), during the
@@ -496,24 +425,58 @@ struct SparseSetup {
   static constexpr int kKStages = 1, kVStages = 2;
   static constexpr bool kQInRegisters = true;
   static constexpr bool kReleasePerWarp = true;
-  static constexpr bool kPersistent = false;
 };
 using DenseTma = TmaConfig<DenseSetup>;
 using SparseTma = TmaConfig<SparseSetup>;
 static_assert(DenseTma::kConsumerRegisters == 240 && SparseTma::kConsumerRegisters == 240);
 
-// SMs of the current device, asked once per device.
-int sm_count() {
+// What rotation needs of the current device, asked once per device.
+struct DeviceFacts {
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+};
+DeviceFacts device_facts() {
   static std::mutex mutex;
-  static std::map<int, int> counts;
+  static std::map<int, DeviceFacts> facts;
   int device = 0;
   MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
   const std::lock_guard lock(mutex);
-  auto [at, added] = counts.try_emplace(device, 0);
+  auto [at, added] = facts.try_emplace(device);
   if (added) {
-    MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&at->second, cudaDevAttrMultiProcessorCount, device));
+    int l2 = 0;
+    MEMPLAN_CUDA_CHECK(
+        cudaDeviceGetAttribute(&at->second.sm_count, cudaDevAttrMultiProcessorCount, device));
+    MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    at->second.l2_bytes = l2;
   }
   return at->second;
+}
+
+// MEMPLAN_ATTENTION_ROTATE, read at every launch: unset, empty or `auto` rotates the visits of
+// lists that ask for it (BlockList::rotate_visits) where one head's K and V exceed half the L2
+// (below that they stay in L2 whatever the order, and finding the first visit delays a CTA's
+// first tile by about a microsecond: 4-9 % slower at 32,768 tokens with tau 2.0's short lists,
+// H200, 2026-12-02); `always` at any size (the tests' small shapes), `never` not at all.
+enum class Rotation { Auto, Always, Never };
+Rotation rotation_choice() {
+  const char* value = std::getenv("MEMPLAN_ATTENTION_ROTATE");
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "auto") == 0) return Rotation::Auto;
+  if (std::strcmp(value, "always") == 0) return Rotation::Always;
+  if (std::strcmp(value, "never") == 0) return Rotation::Never;
+  throw InvalidArgument(std::string("attention: MEMPLAN_ATTENTION_ROTATE=") + value +
+                        " is none of auto, always, never");
+}
+
+// SMs of the device when the launch's lists are visited rotated, else 0.
+template <class Cfg>
+int rotation_period(const FlashParams& params) {
+  if (!Cfg::kSharedRing || !params.rotate_visits || params.kv_count == nullptr) return 0;
+  const Rotation choice = rotation_choice();
+  if (choice == Rotation::Never) return 0;
+  const DeviceFacts facts = device_facts();
+  const std::int64_t head_kv_bytes = 2 * params.tokens * kWgD * 2;  // K and V, bf16
+  if (choice == Rotation::Auto && 2 * head_kv_bytes <= facts.l2_bytes) return 0;
+  return facts.sm_count;
 }
 
 template <class Cfg>
@@ -524,26 +487,11 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   const CUtensorMap q_map = head_tensor_map("q", params.q, params);
   const CUtensorMap k_map = head_tensor_map("k", params.k, params);
   const CUtensorMap v_map = head_tensor_map("v", params.v, params);
-  const std::int64_t items =
-      static_cast<std::int64_t>((params.blocks + Cfg::kGroups - 1) / Cfg::kGroups) * params.heads *
-      params.batch;
-  // items <= rows (batch x heads x blocks), which launch.cpp keeps within INT32_MAX.
-  // EXPERIMENT (removed before commit): MEMPLAN_TMA_ONE_ITEM=1 runs an item a CTA,
-  // MEMPLAN_TMA_ROTATE=0 keeps lists unrotated.
-  const char* one = std::getenv("MEMPLAN_TMA_ONE_ITEM");
-  const char* dense_one = std::getenv("MEMPLAN_TMA_DENSE_ONE_ITEM");
-  const bool one_item = (one != nullptr && *one == '1') ||
-                        (params.kv_count == nullptr && dense_one != nullptr && *dense_one == '1');
-  const char* snake_env = std::getenv("MEMPLAN_TMA_SNAKE");
-  const bool snake = snake_env != nullptr && *snake_env == '1';
-  const std::int64_t grid =
-      Cfg::kPersistent && !one_item ? std::min<std::int64_t>(items, sm_count()) : items;
-  const char* rot = std::getenv("MEMPLAN_TMA_ROTATE");
-  const bool rotate = Cfg::kPersistent && params.kv_count != nullptr && grid < items &&
-                      !(rot != nullptr && *rot == '0');
+  const dim3 grid(static_cast<unsigned>((params.blocks + Cfg::kGroups - 1) / Cfg::kGroups),
+                  static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kWgD)) * M_LOG2E);
-  kernel<<<static_cast<unsigned>(grid), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
-      q_map, k_map, v_map, params, scale_log2, static_cast<int>(items), rotate, snake);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(q_map, k_map, v_map, params, scale_log2,
+                                                           rotation_period<Cfg>(params));
   check_launch("flash_tma_kernel");
 }
 

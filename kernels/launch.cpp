@@ -193,6 +193,7 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
   params.kv_count = blocks.kv_count;
   params.max_k = blocks.max_k;
   params.query_blocks_per_list = blocks.query_blocks_per_list;
+  params.rotate_visits = blocks.rotate_visits;
   params.coarse = coarse;
   params.coarse_gate = coarse_gate;
   detail::run_flash_forward(params, stream);
@@ -221,6 +222,8 @@ SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensor
     params.kv_count = blocks.kv_count;
     params.max_k = blocks.max_k;
     params.query_blocks_per_list = blocks.query_blocks_per_list;
+    // Tau's lists differ in length (BlockList::rotate_visits); top-k's are one length.
+    params.rotate_visits = traits(mode).rule == SelectionRule::Threshold;
     if (layout.has_coarse) {
       params.coarse = at<const float>(workspace, layout.coarse);
       params.coarse_gate = policy.coarse_gate;

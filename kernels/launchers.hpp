@@ -21,6 +21,7 @@ struct FlashParams {
   const int* kv_count = nullptr;  // [rows]; null: every row dense
   int max_k = 0;
   int query_blocks_per_list = 1;  // 2: rows 2i and 2i + 1 hold one list (BlockList)
+  bool rotate_visits = false;     // BlockList's
   const float* coarse = nullptr;  // fp32 [rows, head_dim] or null
   float coarse_gate = 0.0f;
 };

@@ -90,7 +90,7 @@ TEST(AttentionGraph, DenseStepReplayEqualsEager) {
 
 // Each Hopper kernel asked for explicitly (the default path above is the TMA kernel on a Hopper
 // device), sparse rows, dense, and one list per pair of query blocks (on the TMA kernel a ring
-// shared by the CTA's two blocks over a list).
+// shared by the CTA's two blocks over a list; tau's pair lists visited rotated).
 void topk_replay_equals_eager_on(const char* path) {
   const ScopedKernel kernel(path);
   AttentionPolicy policy;
@@ -99,6 +99,9 @@ void topk_replay_equals_eager_on(const char* path) {
   replay_equals_eager(policy, 0.5);  // sparse rows
   replay_equals_eager(policy, 0.1);  // dense: before the window
   policy.query_blocks_per_list = 2;
+  replay_equals_eager(policy, 0.5);
+  policy.mode = SparsityMode::Tau;  // pair lists visited rotated on the TMA kernel
+  const ScopedRotation rotation("always");
   replay_equals_eager(policy, 0.5);
 }
 
