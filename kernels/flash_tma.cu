@@ -110,7 +110,7 @@ struct TmaConfig : Setup {
   // Per ring: q_full, k_full[kKStages], v_full[kVStages], k_empty[kKStages], v_empty[kVStages].
   static constexpr int kBarriersPerRing = 1 + 2 * (kKStages + kVStages);
   static constexpr int kBarrierOffset = kRingOffset + kRingBytes * kRings;
-  // Then each ring's first visit (an int, see rotated lists at the top of the file).
+  // Then each ring's first visit (an int; rotated visits, at the top of the file).
   static constexpr int kFirstVisitOffset = kBarrierOffset + 8 * kBarriersPerRing * kRings;
   static constexpr int kSmemBytes = kFirstVisitOffset + 4 * kRings;
   static_assert(kKeys == 64 || kKeys == 128 || kKeys == 192, "key tiles of 1-3 64-token blocks");
