@@ -455,8 +455,9 @@ DeviceFacts device_facts() {
 // MEMPLAN_ATTENTION_ROTATE, read at every launch: unset, empty or `auto` rotates the visits of
 // lists that ask for it (BlockList::rotate_visits) where one head's K and V exceed half the L2
 // (below that they stay in L2 whatever the order, and finding the first visit delays a CTA's
-// first tile by about a microsecond: 4-9 % slower at 32,768 tokens with tau 2.0's short lists,
-// H200, 2026-12-02); `always` at any size (the tests' small shapes), `never` not at all.
+// first tile by about a microsecond: 4-9 % slower at 32,768 tokens with tau 2.0's short lists
+// in one run, H200, 2026-12-02); `always` at any size (the tests' small shapes), `never` not at
+// all.
 enum class Rotation { Auto, Always, Never };
 Rotation rotation_choice() {
   const char* value = std::getenv("MEMPLAN_ATTENTION_ROTATE");
