@@ -28,4 +28,10 @@ __device__ __forceinline__ int first_visit(KeyBlock key_block, int count, int st
   return lo < count ? lo : 0;
 }
 
+// The list entry of visit `visit` (< count) of a list rotated to start at entry `first`.
+__device__ __forceinline__ int rotated_entry(int visit, int first, int count) {
+  const int entry = visit + first;
+  return entry < count ? entry : entry - count;
+}
+
 }  // namespace memplan::attention::detail

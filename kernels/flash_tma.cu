@@ -52,8 +52,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string>
 
 #include "first_visit.cuh"
@@ -240,9 +238,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       mbar_arrive_expect_tx(full, kTileBytes);
 #pragma unroll
       for (int b = 0; b < kPerTile; ++b) {
-        const int i = t * kPerTile + b < fr.count ? t * kPerTile + b : t * kPerTile;
-        const int entry = i + first < fr.count ? i + first : i + first - fr.count;
-        const std::int64_t token0 = static_cast<std::int64_t>(fr.key_block(entry)) * 64;
+        const int visit = t * kPerTile + b < fr.count ? t * kPerTile + b : t * kPerTile;
+        const std::int64_t token0 =
+            static_cast<std::int64_t>(fr.key_block(rotated_entry(visit, first, fr.count))) * 64;
         load_block((is_v ? s_v(ring, stage) : s_k(ring, stage)) + b * kWgHalfBytes, kKeys * 128,
                    is_v ? &v_map : &k_map, full, token0, cta_head, cta_batch);
       }
@@ -282,10 +280,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   auto valid_keys = [&](int t, int(&valid)[kPerTile]) {
 #pragma unroll
     for (int b = 0; b < kPerTile; ++b) {
-      const int i = t * kPerTile + b + first;
-      const int entry = i < keys.count ? i : i - keys.count;
+      const int visit = t * kPerTile + b;
+      const int entry = rotated_entry(visit, first, keys.count);
       valid[b] =
-          t * kPerTile + b < keys.count
+          visit < keys.count
               ? keys_in_block(static_cast<std::int64_t>(keys.key_block(entry)) * 64, p.tokens)
               : 0;
     }
@@ -430,28 +428,6 @@ using DenseTma = TmaConfig<DenseSetup>;
 using SparseTma = TmaConfig<SparseSetup>;
 static_assert(DenseTma::kConsumerRegisters == 240 && SparseTma::kConsumerRegisters == 240);
 
-// What rotation needs of the current device, asked once per device.
-struct DeviceFacts {
-  int sm_count = 0;
-  std::int64_t l2_bytes = 0;
-};
-DeviceFacts device_facts() {
-  static std::mutex mutex;
-  static std::map<int, DeviceFacts> facts;
-  int device = 0;
-  MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard lock(mutex);
-  auto [at, added] = facts.try_emplace(device);
-  if (added) {
-    int l2 = 0;
-    MEMPLAN_CUDA_CHECK(
-        cudaDeviceGetAttribute(&at->second.sm_count, cudaDevAttrMultiProcessorCount, device));
-    MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-    at->second.l2_bytes = l2;
-  }
-  return at->second;
-}
-
 // MEMPLAN_ATTENTION_ROTATE, read at every launch: unset, empty or `auto` rotates the visits of
 // lists that ask for it (BlockList::rotate_visits) where one head's K and V exceed half the L2
 // (below that they stay in L2 whatever the order, and finding the first visit delays a CTA's
@@ -474,10 +450,15 @@ int rotation_period(const FlashParams& params) {
   if (!Cfg::kSharedRing || !params.rotate_visits || params.kv_count == nullptr) return 0;
   const Rotation choice = rotation_choice();
   if (choice == Rotation::Never) return 0;
-  const DeviceFacts facts = device_facts();
+  int device = 0;
+  int sms = 0;
+  int l2_bytes = 0;
+  MEMPLAN_CUDA_CHECK(cudaGetDevice(&device));
+  MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  MEMPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
   const std::int64_t head_kv_bytes = 2 * params.tokens * kWgD * 2;  // K and V, bf16
-  if (choice == Rotation::Auto && 2 * head_kv_bytes <= facts.l2_bytes) return 0;
-  return facts.sm_count;
+  if (choice == Rotation::Auto && 2 * head_kv_bytes <= l2_bytes) return 0;
+  return sms;
 }
 
 template <class Cfg>
