@@ -17,6 +17,13 @@ Visited blocks: the library's rule recomputed here in PyTorch (fp32 block means 
 scores, top-k or mean + tau * std with the cap, plus the diagonal band), since the workspace that
 holds the lists is internal to the call; boundary ties may differ from the device's by a block.
 
+With --rope, RoPE joins the call (1-D rotary angles over the token index, interleaved pairs),
+as a video DiT runs it: PyTorch's eager RoPE then SDPA cuDNN ("torch-rope+sdpa-cudnn"), PyTorch's
+RoPE then memplan.attention ("torch-rope+memplan-..."), and memplan.rope_attention, which rotates
+q and k in place and writes selection's block means as it goes ("memplan-rope-..."; it rotates
+its own copies again at every call, which moves the kept blocks little). Their kept blocks are
+counted on the rotated q and k.
+
 Without an importable memplan (python/ on PYTHONPATH, libmemplan_torch.so built with CUDA) it
 runs SDPA only and says so.
 Usage: python3 bench/attention_vs_sdpa.py [N ...] [--rounds R] [--json PATH] [--paths a,b]
@@ -118,6 +125,51 @@ def visited_blocks(q, k, mode, keep_percent=10.0, tau=1.5, query_blocks_per_list
     return total
 
 
+def torch_rope(x, cos, sin):
+    """Interleaved RoPE in PyTorch's eager ops (fp32 products and sums, then bf16)."""
+    xf = x.float()
+    c, s = cos[None, :, None, :], sin[None, :, None, :]
+    a, b = xf[..., 0::2], xf[..., 1::2]
+    return torch.stack((a * c - b * s, a * s + b * c), dim=-1).flatten(-2).bfloat16()
+
+
+def rope_backends(memplan, q, k, v, n, block_flops):
+    """RoPE + attention, three ways (the module docstring, --rope)."""
+    pos = torch.arange(n, device=q.device, dtype=torch.float64)[:, None]
+    freq = 10000.0 ** (-2.0 * torch.arange(DIM // 2, device=q.device, dtype=torch.float64) / DIM)
+    cos, sin = (pos * freq).cos().float(), (pos * freq).sin().float()
+    table = memplan.rope_table(cos, sin)
+    rq, rk = torch_rope(q, cos, sin), torch_rope(k, cos, sin)
+    qc, kc = q.clone(), k.clone()  # memplan.rope_attention rotates these in place
+
+    def sdpa_run():
+        a, b = torch_rope(q, cos, sin), torch_rope(k, cos, sin)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            F.scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2), v.transpose(1, 2))
+    out = [("torch-rope+sdpa-cudnn", "dense", sdpa_run, 4.0 * HEADS * n * n * DIM)]
+    for mode, rule, kwargs in (("topk10/2", "topk", dict(mode="topk", keep_percent=10.0)),
+                               ("tau1.5/2", "tau", dict(mode="tau", tau=1.5,
+                                                        max_keep_percent=TAU_CAP_PERCENT))):
+        policy = memplan.torch.attention_policy(window=(0.0, 1.0), query_blocks_per_list=2,
+                                                **kwargs)
+        flops = visited_blocks(rq, rk, rule, query_blocks_per_list=2) * block_flops
+
+        def torch_rope_run(policy=policy, step=f"torch-rope-{n}-{mode}"):
+            os.environ["MEMPLAN_ATTENTION_KERNEL"] = "tma"
+            with memplan.step(step):
+                a, b = torch_rope(q, cos, sin), torch_rope(k, cos, sin)
+                memplan.attention(a, b, v, policy, 0.5)
+                del a, b  # inside the step: freed after it, they would be rogues
+
+        def fused_run(policy=policy, step=f"memplan-rope-{n}-{mode}"):
+            os.environ["MEMPLAN_ATTENTION_KERNEL"] = "tma"
+            with memplan.step(step):
+                memplan.rope_attention(qc, kc, v, table, policy, 0.5)
+        out.append((f"torch-rope+memplan-{mode}[tma]", mode, torch_rope_run, flops))
+        out.append((f"memplan-rope-{mode}[tma]", mode, fused_run, flops))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[32768, 75600, 169000])
@@ -125,6 +177,9 @@ def main():
     parser.add_argument("--json", help="write the results here as JSON too")
     parser.add_argument("--paths", default="tma,wgmma",
                         help="MEMPLAN_ATTENTION_KERNEL values to time memplan on")
+    parser.add_argument("--rope", action="store_true",
+                        help="also time RoPE + attention: PyTorch's RoPE before SDPA cuDNN and "
+                             "memplan.attention, against memplan.rope_attention (pair lists, tma)")
     args = parser.parse_args()
 
     memplan, why_not = load_memplan()
@@ -178,6 +233,9 @@ def main():
                     flops = dense_flops if mode == "dense" else kept[mode] * block_flops
                     backends.append((f"memplan-{mode}[{path}]", mode, run, flops))
 
+        if args.rope:
+            backends += rope_backends(memplan, q, k, v, n, block_flops)
+
         times = {name: [] for name, *_ in backends}
         errors = {}
         for r in range(args.rounds):
@@ -190,7 +248,11 @@ def main():
                 except Exception as err:  # a backend can refuse a shape; a kernel can fail
                     errors[name] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
         cudnn = statistics.median(times["sdpa-cudnn"]) if times.get("sdpa-cudnn") else None
+        # RoPE rows against RoPE + cuDNN (--rope), the others against cuDNN alone.
+        rope_cudnn = (statistics.median(times["torch-rope+sdpa-cudnn"])
+                      if times.get("torch-rope+sdpa-cudnn") else None)
         for name, mode, _, flops in backends:
+            cudnn_ref = rope_cudnn if "rope" in name else cudnn
             row = {"tokens": n, "backend": name, "mode": mode}
             if name in errors:
                 row["error"] = errors[name]
@@ -200,17 +262,19 @@ def main():
                 row.update(ms=ms, tflops=flops / ms * 1e-9, rounds=times[name])
                 if mode != "dense":
                     row["density"] = flops / block_flops / (HEADS * ((n + 63) // 64) ** 2)
-                if cudnn is not None:
-                    row["speedup_vs_cudnn_dense"] = cudnn / ms
+                if cudnn_ref is not None:
+                    row["speedup_vs_cudnn_dense"] = cudnn_ref / ms
                 print(f"{name:28s} N={n:<7d} {ms:10.3f} ms  {row['tflops']:6.1f} TFLOP/s"
                       + (f" kept (density {100 * row['density']:.2f} %)" if mode != "dense" else "")
-                      + (f"  {cudnn / ms:5.2f}x cuDNN dense" if cudnn is not None else ""))
+                      + (f"  {cudnn_ref / ms:5.2f}x cuDNN dense" if cudnn_ref is not None
+                         else ""))
             results.append(row)
         del q, k, v, qt, kt, vt
         torch.cuda.empty_cache()
 
     print()
-    print("| tokens | backend | time | TFLOP/s (kept for sparse) | vs cuDNN dense |")
+    print("| tokens | backend | time | TFLOP/s (kept for sparse) | vs cuDNN dense (RoPE rows: "
+          "vs PyTorch RoPE + cuDNN) |")
     print("| --- | --- | --- | --- | --- |")
     for row in results:
         if "error" in row:

@@ -9,6 +9,7 @@
 
 #include "launchers.hpp"
 #include "memplan/attention/attention.hpp"
+#include "memplan/attention/rope.hpp"
 #include "memplan/error.hpp"
 
 namespace memplan::attention {
@@ -141,6 +142,86 @@ void select_unchecked(const AttentionShape& shape, const AttentionTensors& tenso
   detail::run_select(select, stream);
 }
 
+// What launch_attention found valid: the mode the step runs and the workspace's layout.
+struct CheckedCall {
+  SparsityMode mode;
+  WorkspaceLayout layout;
+};
+
+CheckedCall check_attention(const AttentionShape& shape, const AttentionTensors& tensors,
+                            const AttentionPolicy& policy, double step_fraction,
+                            const void* workspace, std::size_t workspace_size, PooledMeans pooled) {
+  check_tensors(shape, tensors);
+  check_pooled(pooled);
+  const CheckedCall call{effective_mode(policy, step_fraction, shape.tokens),
+                         workspace_layout(shape, policy)};
+  check_sinks(shape, policy);
+  check_workspace(call.layout, workspace, workspace_size);
+  if (shape.rows() > INT32_MAX) {
+    throw InvalidArgument(
+        fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
+  }
+  if (traits(call.mode).selects_blocks()) check_pairs_fit(shape, policy);
+  return call;
+}
+
+// Selection (where the mode selects) and the flash kernel, assuming check_attention passed.
+void attend_unchecked(const AttentionShape& shape, const AttentionTensors& tensors,
+                      const AttentionPolicy& policy, const CheckedCall& call, void* workspace,
+                      PooledMeans pooled, cudaStream_t stream) {
+  detail::FlashParams params = flash_params(shape, tensors);
+  if (traits(call.mode).selects_blocks()) {
+    select_unchecked(shape, tensors, policy, call.layout, workspace, pooled, stream);
+    const BlockList blocks = workspace_block_list(call.layout, workspace);
+    params.kv_idx = blocks.kv_idx;
+    params.kv_count = blocks.kv_count;
+    params.max_k = blocks.max_k;
+    params.query_blocks_per_list = blocks.query_blocks_per_list;
+    // Tau's lists differ in length (BlockList::rotate_visits); top-k's are one length.
+    params.rotate_visits = traits(call.mode).rule == SelectionRule::Threshold;
+    if (call.layout.has_coarse) {
+      params.coarse = at<const float>(workspace, call.layout.coarse);
+      params.coarse_gate = policy.coarse_gate;
+    }
+  }
+  detail::run_flash_forward(params, stream);
+}
+
+void check_rope(const void* q, const void* k, const RopeTable& table) {
+  check_pointer(q, 16, "q");
+  check_pointer(k, 16, "k");
+  if (q == k) throw InvalidArgument("rope: q and k are one tensor (it would rotate twice)");
+  // 16 bytes: a thread reads its pairs' (cos, sin) as float4s.
+  check_pointer(table.cos_sin, 16, "rope table");
+  if (table.pairs != RopePairs::Interleaved && table.pairs != RopePairs::Halves) {
+    throw InvalidArgument(fmt::format("rope: pairs = {} is neither Interleaved nor Halves",
+                                      static_cast<int>(table.pairs)));
+  }
+}
+
+detail::RopeParams rope_params(const AttentionShape& shape, void* q, void* k,
+                               const RopeTable& table) {
+  if (shape.batch > 32767) {  // the grid's z: two CTAs a block and batch, at most 65,535
+    throw InvalidArgument(fmt::format("rope: batch {} exceeds 32,767", shape.batch));
+  }
+  detail::RopeParams p;
+  p.q = q;
+  p.k = k;
+  p.table = table.cos_sin;
+  p.halves = table.pairs == RopePairs::Halves;
+  p.batch = shape.batch;
+  p.heads = shape.heads;
+  p.head_dim = shape.head_dim;
+  p.blocks = shape.blocks();
+  p.tokens = shape.tokens;
+  return p;
+}
+
+void write_means_to(detail::RopeParams& rope, const WorkspaceLayout& layout, void* workspace) {
+  rope.q_means = at<float>(workspace, layout.pooled_q);
+  rope.k_means = at<unsigned char>(workspace, layout.pooled_k);
+}
+
 }  // namespace
 
 BlockList workspace_block_list(const WorkspaceLayout& layout, const void* workspace) {
@@ -202,35 +283,54 @@ void launch_flash_forward(const AttentionShape& shape, const AttentionTensors& t
 SparsityMode launch_attention(const AttentionShape& shape, const AttentionTensors& tensors,
                               const AttentionPolicy& policy, double step_fraction, void* workspace,
                               std::size_t workspace_size, cudaStream_t stream, PooledMeans pooled) {
-  check_tensors(shape, tensors);
-  check_pooled(pooled);
-  const SparsityMode mode = effective_mode(policy, step_fraction, shape.tokens);
-  const WorkspaceLayout layout = workspace_layout(shape, policy);
-  check_sinks(shape, policy);
-  check_workspace(layout, workspace, workspace_size);
-  if (shape.rows() > INT32_MAX) {
-    throw InvalidArgument(
-        fmt::format("attention: {} block rows exceed the grid limit", shape.rows()));
-  }
+  const CheckedCall call =
+      check_attention(shape, tensors, policy, step_fraction, workspace, workspace_size, pooled);
+  attend_unchecked(shape, tensors, policy, call, workspace, pooled, stream);
+  return call.mode;
+}
 
-  detail::FlashParams params = flash_params(shape, tensors);
-  if (traits(mode).selects_blocks()) {
-    check_pairs_fit(shape, policy);
-    select_unchecked(shape, tensors, policy, layout, workspace, pooled, stream);
-    const BlockList blocks = workspace_block_list(layout, workspace);
-    params.kv_idx = blocks.kv_idx;
-    params.kv_count = blocks.kv_count;
-    params.max_k = blocks.max_k;
-    params.query_blocks_per_list = blocks.query_blocks_per_list;
-    // Tau's lists differ in length (BlockList::rotate_visits); top-k's are one length.
-    params.rotate_visits = traits(mode).rule == SelectionRule::Threshold;
-    if (layout.has_coarse) {
-      params.coarse = at<const float>(workspace, layout.coarse);
-      params.coarse_gate = policy.coarse_gate;
-    }
+void launch_rope(const AttentionShape& shape, void* q, void* k, const RopeTable& table,
+                 cudaStream_t stream) {
+  validate(shape);
+  check_rope(q, k, table);
+  detail::run_rope(rope_params(shape, q, k, table), stream);
+}
+
+void launch_rope_with_means(const AttentionShape& shape, void* q, void* k, const RopeTable& table,
+                            const AttentionPolicy& policy, void* workspace,
+                            std::size_t workspace_size, cudaStream_t stream) {
+  validate(shape);
+  check_rope(q, k, table);
+  const WorkspaceLayout layout = workspace_layout(shape, policy);
+  if (!traits(policy.mode).selects_blocks() || layout.has_pooled_v) {
+    throw InvalidArgument(fmt::format(
+        "rope: pooled means are for a mode that selects blocks without pooled V, not {}",
+        to_string(policy.mode)));
   }
-  detail::run_flash_forward(params, stream);
-  return mode;
+  check_workspace(layout, workspace, workspace_size);
+  detail::RopeParams rope = rope_params(shape, q, k, table);
+  write_means_to(rope, layout, workspace);
+  detail::run_rope(rope, stream);
+}
+
+SparsityMode launch_rope_attention(const AttentionShape& shape, void* q, void* k, const void* v,
+                                   void* out, const RopeTable& table, const AttentionPolicy& policy,
+                                   double step_fraction, void* workspace,
+                                   std::size_t workspace_size, cudaStream_t stream) {
+  const AttentionTensors tensors{.q = q, .k = k, .v = v, .out = out};
+  check_rope(q, k, table);
+  if (v == q || v == k) throw InvalidArgument("attention: v is q or k, which RoPE rewrites");
+  // Every check before the first launch: the RoPE kernel rewrites q and k.
+  const CheckedCall call = check_attention(shape, tensors, policy, step_fraction, workspace,
+                                           workspace_size, PooledMeans::InWorkspace);
+  detail::RopeParams rope = rope_params(shape, q, k, table);
+  // The coarse branch also pools V, which RoPE does not touch: attention pools all three then.
+  const bool means = traits(call.mode).selects_blocks() && !call.layout.has_pooled_v;
+  if (means) write_means_to(rope, call.layout, workspace);
+  detail::run_rope(rope, stream);
+  attend_unchecked(shape, tensors, policy, call, workspace,
+                   means ? PooledMeans::InWorkspace : PooledMeans::Compute, stream);
+  return call.mode;
 }
 
 }  // namespace memplan::attention

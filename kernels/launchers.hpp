@@ -39,6 +39,19 @@ struct PoolParams {
 };
 void run_pool(const PoolParams& params, cudaStream_t stream);
 
+// RoPE on q and k in place (rope.cu); with q_means, also their pooled means (pooled_means.cuh).
+struct RopeParams {
+  void* q = nullptr;  // bf16 [batch, tokens, heads, head_dim]
+  void* k = nullptr;
+  const float* table = nullptr;  // fp32 [tokens, head_dim / 2, 2]: (cos, sin)
+  bool halves = false;           // pairs (j, j + head_dim / 2), else (2j, 2j + 1)
+  int batch = 0, heads = 0, head_dim = 0, blocks = 0;
+  std::int64_t tokens = 0;
+  float* q_means = nullptr;  // fp32 [batch, heads, blocks, head_dim], or null: no means
+  void* k_means = nullptr;   // split words, likewise
+};
+void run_rope(const RopeParams& params, cudaStream_t stream);
+
 struct SelectParams {
   const float* pooled_q = nullptr;       // fp32 [rows, head_dim]
   const void* pooled_k_split = nullptr;  // [rows, head_dim / 4] split words (pooled_means.cuh)

@@ -10,7 +10,7 @@
 #include "attention_policy.hpp"
 #include "gpu_ops.hpp"
 #include "memplan/attention/attention.hpp"
-#include "memplan/attention/pooled_means.cuh"
+#include "memplan/attention/rope.hpp"
 #include "memplan/cuda_check.hpp"
 #include "memplan/error.hpp"
 
@@ -91,67 +91,6 @@ __global__ void rope_table_kernel(float* table, std::int64_t tokens, int head_di
   const double angle = static_cast<double>(t) * pow(10000.0, -2.0 * j / head_dim);
   table[2 * i] = static_cast<float>(cos(angle));
   table[2 * i + 1] = static_cast<float>(sin(angle));
-}
-
-// RoPE on q and k in place, one CTA per (head, 64-token block, tensor) in BlockMeans's thread
-// layout (memplan/attention/pooled_means.cuh): thread t rotates dims [8 lane, 8 lane + 8) (4 pairs)
-// of its rows of the block. With `q_means`, the CTA also writes the block's mean of what it wrote,
-// in the format sparse attention's selection reads (K's as split words), so attention need not
-// read q and k once more to pool them. Every load (rows and their table entries) is issued before
-// the first store; heads are the grid's fastest dimension, so the CTAs that read a block's table
-// rows run together and find them in L2.
-template <int D>
-__global__ void __launch_bounds__(256)
-    rope_kernel(bf16* __restrict__ q, bf16* __restrict__ k, const float* __restrict__ table,
-                std::int64_t tokens, int heads, float* q_means, void* k_means) {
-  using Means = memplan::attention::BlockMeans<D>;
-  constexpr int kRows = Means::kRowsPerThread;
-  __shared__ __align__(16) typename Means::Storage storage;
-  const int head = static_cast<int>(blockIdx.x);
-  const int block = static_cast<int>(blockIdx.y);
-  const bool is_k = blockIdx.z == 1;
-  bf16* x = is_k ? k : q;
-  const std::int64_t token0 = static_cast<std::int64_t>(block) * memplan::attention::kBlockTokens;
-  const std::int64_t left = tokens - token0;
-  const int valid = left < memplan::attention::kBlockTokens ? static_cast<int>(left)
-                                                            : memplan::attention::kBlockTokens;
-  const int lane = Means::lane();
-  auto at = [&](int r) {  // the thread's 8 dims of row r of the block
-    return reinterpret_cast<uint4*>(x + ((token0 + r) * heads + head) * D + 8 * lane);
-  };
-  uint4 raw[kRows];
-  float4 cs[kRows][2];  // (cos, sin) of pairs 4 lane .. 4 lane + 3: 32 contiguous table bytes
-#pragma unroll
-  for (int s = 0; s < kRows; ++s) {
-    const int r = Means::row(s);
-    if (r < valid) {
-      raw[s] = *at(r);
-      const auto* t =
-          reinterpret_cast<const float4*>(table + ((token0 + r) * (D / 2) + 4 * lane) * 2);
-      cs[s][0] = t[0];
-      cs[s][1] = t[1];
-    }
-  }
-  float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-  for (int s = 0; s < kRows; ++s) {
-    if (Means::row(s) >= valid) continue;  // the library adds zeros there: the same sums
-    const float c[4] = {cs[s][0].x, cs[s][0].z, cs[s][1].x, cs[s][1].z};
-    const float sn[4] = {cs[s][0].y, cs[s][0].w, cs[s][1].y, cs[s][1].w};
-    auto* pairs = reinterpret_cast<__nv_bfloat162*>(&raw[s]);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 v = __bfloat1622float2(pairs[j]);
-      pairs[j] = __floats2bfloat162_rn(v.x * c[j] - v.y * sn[j], v.x * sn[j] + v.y * c[j]);
-    }
-    *at(Means::row(s)) = raw[s];
-    Means::add_row(sum, raw[s]);
-  }
-  if (q_means != nullptr) {
-    Means::store(storage, sum, valid, is_k ? k_means : static_cast<void*>(q_means),
-                 memplan::attention::pooled_row(0, head, block, heads, static_cast<int>(gridDim.y)),
-                 /*split=*/is_k);
-  }
 }
 
 __global__ void gelu_kernel(bf16* x, std::int64_t n) {
@@ -301,34 +240,18 @@ class GpuOps final : public Ops {
     memplan::check_launch("rope_table_kernel");
   }
   bool rope_can_pool() const override { return true; }
+  // The library's RoPE kernel (memplan/attention/rope.hpp), with the pooled means when given.
   void rope(void* q, void* k, const float* table, const Dims& d, void* means, Attn attn,
             Stream s) override {
-    float* q_means = nullptr;
-    void* k_means = nullptr;
-    if (means != nullptr) {
-      const auto layout = memplan::attention::workspace_layout(
-          shape(d), attention_policy(attn, query_blocks_per_list()));
-      if (layout.bytes == 0 || layout.has_pooled_v) {
-        throw memplan::InvalidArgument(
-            "rope: pooled means need a sparse attention layout without pooled V");
-      }
-      q_means = reinterpret_cast<float*>(static_cast<unsigned char*>(means) + layout.pooled_q);
-      k_means = static_cast<unsigned char*>(means) + layout.pooled_k;
+    const memplan::attention::RopeTable rope{table, memplan::attention::RopePairs::Interleaved};
+    if (means == nullptr) {
+      memplan::attention::launch_rope(shape(d), q, k, rope, on(s));
+      return;
     }
-    const dim3 blocks(static_cast<unsigned>(d.heads), static_cast<unsigned>(shape(d).blocks()), 2);
-    auto* qb = static_cast<bf16*>(q);
-    auto* kb = static_cast<bf16*>(k);
-    if (d.head_dim == 64) {
-      rope_kernel<64>
-          <<<blocks, 256, 0, on(s)>>>(qb, kb, table, d.tokens, d.heads, q_means, k_means);
-    } else if (d.head_dim == 128) {
-      rope_kernel<128>
-          <<<blocks, 256, 0, on(s)>>>(qb, kb, table, d.tokens, d.heads, q_means, k_means);
-    } else {
-      throw memplan::InvalidArgument("rope: head_dim " + std::to_string(d.head_dim) +
-                                     " on the GPU (64 or 128)");
-    }
-    memplan::check_launch("rope_kernel");
+    const auto policy = attention_policy(attn, query_blocks_per_list());
+    memplan::attention::launch_rope_with_means(
+        shape(d), q, k, rope, policy, means,
+        memplan::attention::workspace_layout(shape(d), policy).bytes, on(s));
   }
   void attention(void* out, const void* q, const void* k, const void* v, void* ws,
                  std::size_t ws_bytes, const Dims& d, Attn attn, bool means_given,

@@ -23,7 +23,8 @@ from ._library import load
 __all__ = [
     "abort_step", "attention", "backend", "begin_step", "check_callbacks", "configure",
     "default_options", "end_step", "init", "initialised", "load", "pause", "plan_epoch",
-    "release", "report", "scope", "stats", "step", "trim", "trim_to", "version",
+    "release", "report", "rope_attention", "rope_table", "scope", "stats", "step", "trim",
+    "trim_to", "version",
     "write_branch_trace", "CudaError", "DoubleFree", "ForeignPointer", "InvalidArgument",
     "InvalidPointer", "InvalidState", "MemplanError", "NotInitialised", "OutOfMemory",
     "Unsupported",
@@ -35,6 +36,19 @@ def attention(q, k, v, policy=None, step_fraction=0.5):
     (memplan.torch.attention)."""
     from . import torch as memplan_torch
     return memplan_torch.attention(q, k, v, policy, step_fraction)
+
+
+def rope_attention(q, k, v, table, policy=None, step_fraction=0.5, pairs="interleaved"):
+    """RoPE on q and k in place, then memplan's attention of them, in one call
+    (memplan.torch.rope_attention)."""
+    from . import torch as memplan_torch
+    return memplan_torch.rope_attention(q, k, v, table, policy, step_fraction, pairs)
+
+
+def rope_table(cos, sin):
+    """The fp32 (cos, sin) table rope_attention takes (memplan.torch.rope_table)."""
+    from . import torch as memplan_torch
+    return memplan_torch.rope_table(cos, sin)
 
 
 def __getattr__(name):

@@ -112,6 +112,12 @@ _PROTOTYPES = {
         [_c_int, _c_void_p, _c_void_p, _c_void_p, _c_void_p, _c_int, ctypes.c_int64, _c_int,
          _c_int, ctypes.POINTER(AttentionPolicy), ctypes.c_double, _c_void_p],
     ),
+    "memplan_torch_rope_attention": (
+        _c_int,
+        [_c_int, _c_void_p, _c_void_p, _c_void_p, _c_void_p, _c_void_p, _c_int, _c_int,
+         ctypes.c_int64, _c_int, _c_int, ctypes.POINTER(AttentionPolicy), ctypes.c_double,
+         _c_void_p],
+    ),
     "memplan_torch_attention_workspace_bytes": (
         ctypes.c_int64,
         [_c_int, ctypes.c_int64, _c_int, _c_int, ctypes.POINTER(AttentionPolicy)],

@@ -22,6 +22,7 @@ _graph_state_keepers = {}  # device -> an empty graph that keeps its generator's
 _warmed_streams = set()  # (device, stream handle) that warm_up made the caches of
 
 ATTENTION_MODES = ("dense", "tau", "topk", "coarse")
+ROPE_PAIRS = ("interleaved", "halves")  # memplan_torch_rope_attention's rope_pairs 0 and 1
 
 
 def install(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_bytes=0,
@@ -120,6 +121,19 @@ def attention_workspace_bytes(batch, tokens, heads, head_dim, policy=None):
     return api._check(bytes_)
 
 
+def _check_qkv(call, q, k, v):
+    import torch
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dtype != torch.bfloat16 or not t.is_cuda or t.dim() != 4 or not t.is_contiguous():
+            raise ValueError(f"{call}: {name} must be a contiguous bf16 CUDA tensor "
+                             f"[batch, tokens, heads, head_dim]; got {t.dtype} {tuple(t.shape)} "
+                             f"on {t.device}, contiguous={t.is_contiguous()}")
+    if not (q.shape == k.shape == v.shape):
+        raise ValueError(f"{call}: q, k, v shapes differ: {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+
+
 def attention(q, k, v, policy=None, step_fraction=0.5):
     """Block-sparse attention of contiguous bf16 [batch, tokens, heads, head_dim] CUDA tensors on
     the current stream; the workspace comes from the running memplan step. Returns the output
@@ -127,14 +141,7 @@ def attention(q, k, v, policy=None, step_fraction=0.5):
     import torch
 
     policy = attention_policy() if policy is None else policy
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.dtype != torch.bfloat16 or not t.is_cuda or t.dim() != 4 or not t.is_contiguous():
-            raise ValueError(f"memplan.attention: {name} must be a contiguous bf16 CUDA tensor "
-                             f"[batch, tokens, heads, head_dim]; got {t.dtype} {tuple(t.shape)} "
-                             f"on {t.device}, contiguous={t.is_contiguous()}")
-    if not (q.shape == k.shape == v.shape):
-        raise ValueError(f"memplan.attention: q, k, v shapes differ: {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    _check_qkv("memplan.attention", q, k, v)
     out = torch.empty_like(q)
     batch, tokens, heads, head_dim = q.shape
     stream = torch.cuda.current_stream(q.device)
@@ -142,5 +149,53 @@ def attention(q, k, v, policy=None, step_fraction=0.5):
         q.device.index, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), batch, tokens,
         heads, head_dim, ctypes.byref(policy), float(step_fraction),
         ctypes.c_void_p(stream.cuda_stream))
+    api._check(mode)
+    return out
+
+
+def rope_table(cos, sin):
+    """The angles rope_attention takes: fp32 [tokens, head_dim / 2, 2], (cos, sin) of each pair,
+    from `cos` and `sin` of shape [tokens, head_dim / 2] (one angle per rotated pair). A table
+    repeated per pair, [tokens, head_dim] as diffusers builds it, gives them as cos[:, ::2] for
+    interleaved pairs and cos[:, :head_dim // 2] for halves. Build it once per token count."""
+    import torch
+
+    if cos.dim() != 2 or cos.shape != sin.shape:
+        raise ValueError(f"memplan.rope_table: cos and sin must both be [tokens, head_dim / 2]; "
+                         f"got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    return torch.stack((cos.float(), sin.float()), dim=-1).contiguous()
+
+
+def rope_attention(q, k, v, table, policy=None, step_fraction=0.5, pairs="interleaved"):
+    """Rotary position embedding on q and k, in place, then attention of the rotated q and k, in
+    one call (q and k hold the rotated values afterwards). `table` comes from rope_table();
+    `pairs` says which dims rotate together: "interleaved" (2j, 2j + 1), as complex numbers, or
+    "halves" (j, j + head_dim / 2), as `x * cos + rotate_half(x) * sin`. Each pair (x, y) becomes
+    (x * cos - y * sin, x * sin + y * cos), every product and sum rounded to fp32 (PyTorch's eager
+    ops on bf16 tensors give the same bits), then bf16. In a sparse step the RoPE kernel also
+    writes the per-block means selection starts from, so attention does not read q and k again
+    to pool them; the output equals that rotation followed by memplan.attention bit for bit."""
+    import torch
+
+    policy = attention_policy() if policy is None else policy
+    _check_qkv("memplan.rope_attention", q, k, v)
+    if pairs not in ROPE_PAIRS:
+        raise ValueError(f"memplan.rope_attention: pairs {pairs!r} is not one of "
+                         f"{', '.join(ROPE_PAIRS)}")
+    batch, tokens, heads, head_dim = q.shape
+    if (table.dtype != torch.float32 or table.device != q.device or not table.is_contiguous()
+            or tuple(table.shape) != (tokens, head_dim // 2, 2)):
+        raise ValueError(f"memplan.rope_attention: table must be a contiguous float32 tensor "
+                         f"[{tokens}, {head_dim // 2}, 2] on {q.device} (memplan.rope_table); got "
+                         f"{table.dtype} {tuple(table.shape)} on {table.device}, "
+                         f"contiguous={table.is_contiguous()}")
+    if q.data_ptr() == k.data_ptr():
+        raise ValueError("memplan.rope_attention: q and k are one tensor (it would rotate twice)")
+    out = torch.empty_like(q)
+    stream = torch.cuda.current_stream(q.device)
+    mode = api.lib().memplan_torch_rope_attention(
+        q.device.index, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+        table.data_ptr(), ROPE_PAIRS.index(pairs), batch, tokens, heads, head_dim,
+        ctypes.byref(policy), float(step_fraction), ctypes.c_void_p(stream.cuda_stream))
     api._check(mode)
     return out

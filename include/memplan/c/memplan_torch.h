@@ -174,7 +174,20 @@ MEMPLAN_TORCH_API int memplan_torch_attention(int device, const void* q, const v
                                               int heads, int head_dim,
                                               const memplan_torch_attention_policy* policy,
                                               double step_fraction, void* stream);
-/* Bytes of workspace the call above takes for this shape and policy, or a negative code. */
+/* RoPE on q and k in place, then the attention above of the rotated q and k (one call; q and k
+ * hold the rotated values afterwards). `rope_table` is fp32 [tokens, head_dim / 2, 2], entry
+ * (t, j) = (cos, sin) of pair j at token t, 16-byte aligned; `rope_pairs` 0 rotates dims
+ * (2j, 2j + 1) (interleaved, as complex numbers), 1 dims (j, j + head_dim / 2) (halves, as
+ * rotate_half). In a sparse step the RoPE kernel also writes selection's pooled means, so
+ * attention does not read q and k again to pool them; the output equals RoPE followed by
+ * memplan_torch_attention bit for bit. Returns the mode launched (>= 0) or a negative code. */
+MEMPLAN_TORCH_API int memplan_torch_rope_attention(int device, void* q, void* k, const void* v,
+                                                   void* out, const float* rope_table,
+                                                   int rope_pairs, int batch, int64_t tokens,
+                                                   int heads, int head_dim,
+                                                   const memplan_torch_attention_policy* policy,
+                                                   double step_fraction, void* stream);
+/* Bytes of workspace either attention call takes for this shape and policy, or a negative code. */
 MEMPLAN_TORCH_API int64_t
 memplan_torch_attention_workspace_bytes(int batch, int64_t tokens, int heads, int head_dim,
                                         const memplan_torch_attention_policy* policy);

@@ -206,6 +206,54 @@ def test_attention_rejects_bad_tensors():
         memplan.attention(b, b, b)
 
 
+def torch_rope(x, cos, sin, pairs):
+    """RoPE in PyTorch's eager ops, as a user writes it: fp32 products and sums, then bf16."""
+    xf = x.float()
+    c = cos[None, :, None, :]
+    s = sin[None, :, None, :]
+    if pairs == "interleaved":
+        a, b = xf[..., 0::2], xf[..., 1::2]
+        return torch.stack((a * c - b * s, a * s + b * c), dim=-1).flatten(-2).bfloat16()
+    half = x.shape[-1] // 2
+    a, b = xf[..., :half], xf[..., half:]
+    return torch.cat((a * c - b * s, a * s + b * c), dim=-1).bfloat16()
+
+
+@pytest.mark.parametrize("pairs", ["interleaved", "halves"])
+@pytest.mark.parametrize("mode", ["tau", "topk", "dense"])
+def test_rope_attention_equals_torch_rope_then_attention(pairs, mode):
+    torch.manual_seed(3)
+    batch, tokens, heads, dim = 2, 4000, 4, 128  # the last 64-token block partial
+    q, k, v = (torch.randn(batch, tokens, heads, dim, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    angles = torch.rand(tokens, dim // 2, device="cuda") * 6.2831853
+    cos, sin = angles.cos(), angles.sin()
+    table = memplan.rope_table(cos, sin)
+    policy = memplan.torch.attention_policy(mode=mode, keep_percent=10.0, max_keep_percent=30.0,
+                                            window=(0.0, 1.0))
+    rq, rk = torch_rope(q, cos, sin, pairs), torch_rope(k, cos, sin, pairs)
+    want = memplan.attention(rq, rk, v, policy, 0.5)
+    qr, kr = q.clone(), k.clone()
+    got = memplan.rope_attention(qr, kr, v, table, policy, 0.5, pairs=pairs)
+    assert torch.equal(qr, rq) and torch.equal(kr, rk)  # PyTorch's own RoPE, to the bit
+    assert torch.equal(got, want)
+
+
+def test_rope_attention_rejects_bad_tables():
+    q, k, v = (torch.randn(1, 256, 2, 128, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    table = memplan.rope_table(torch.ones(256, 64, device="cuda"), torch.zeros(256, 64,
+                                                                             device="cuda"))
+    with pytest.raises(ValueError, match=r"table must be a contiguous float32 tensor \[256, 64, 2\]"):
+        memplan.rope_attention(q, k, v, table[:128])
+    with pytest.raises(ValueError, match="pairs 'complex'"):
+        memplan.rope_attention(q, k, v, table, pairs="complex")
+    with pytest.raises(ValueError, match="one tensor"):
+        memplan.rope_attention(q, q, v, table)
+    with pytest.raises(ValueError, match="cos and sin"):
+        memplan.rope_table(torch.ones(256, 64), torch.ones(256, 32))
+
+
 def test_a_foreign_free_is_raised_with_its_pointer():
     buffer = ctypes.create_string_buffer(64)
     memplan.load().memplan_torch_free(ctypes.addressof(buffer), 64, 0, None)

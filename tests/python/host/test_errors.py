@@ -158,6 +158,14 @@ def test_attention_needs_the_cuda_library(lib):
     assert lib.memplan_torch_attention_workspace_bytes(1, 8192, 24, 96, ctypes.byref(policy)) == -1
 
 
+def test_rope_attention_needs_the_cuda_library(lib):
+    policy = memplan.torch.attention_policy(mode="tau")
+    status = lib.memplan_torch_rope_attention(1, None, None, None, None, None, 0, 1, 8192, 24,
+                                              128, ctypes.byref(policy), 0.5, None)
+    assert status == -8
+    assert "needs the CUDA library" in lib.memplan_torch_last_error().decode()
+
+
 def test_attention_policy_takes_one_or_two_query_blocks_per_list(lib):
     single = memplan.torch.attention_policy(mode="topk")
     pairs = memplan.torch.attention_policy(mode="topk", query_blocks_per_list=2)
