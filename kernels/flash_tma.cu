@@ -13,8 +13,8 @@
 // (finite values, fully masked): the bytes a stage expects never vary. How consumers overlap
 // softmax with the products: see TmaConfig.
 //
-// Rotated visits (BlockList::rotate_visits, shared rings): CTA c (in launch order) visits its
-// list from the first block at or past (c mod SMs) / SMs of the key blocks, wrapping around
+// Rotated visits (BlockList::rotate_visits): CTA c (in launch order) visits its list (each ring
+// its own) from the first block at or past (c mod SMs) / SMs of the key blocks, wrapping around
 // (first_visit.cuh). CTAs start about one SM's share of a CTA's time apart once their lists
 // differ in length, so the CTAs that run together then read the same keys at a time, which stay
 // in L2; visited from their first blocks, they read the whole head's K and V at once, which at
@@ -447,7 +447,7 @@ Rotation rotation_choice() {
 // SMs of the device when the launch's lists are visited rotated, else 0.
 template <class Cfg>
 int rotation_period(const FlashParams& params) {
-  if (!Cfg::kSharedRing || !params.rotate_visits || params.kv_count == nullptr) return 0;
+  if (!params.rotate_visits || params.kv_count == nullptr) return 0;
   const Rotation choice = rotation_choice();
   if (choice == Rotation::Never) return 0;
   int device = 0;

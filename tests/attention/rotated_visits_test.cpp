@@ -1,4 +1,4 @@
-// Block lists visited rotated (BlockList::rotate_visits; the TMA kernel's pair lists): the first
+// Block lists visited rotated (BlockList::rotate_visits; the TMA kernel's): the first
 // visit's warp search against std::lower_bound, rotated launches against the double reference
 // and against the same lists visited in order, repeat launches bit for bit, launch_attention
 // rotating tau's lists and not top-k's, and MEMPLAN_ATTENTION_ROTATE (auto rotates only where a
@@ -63,24 +63,24 @@ TEST(FirstVisit, IsTheFirstListedBlockAtOrPastTheStartWrappingToZero) {
   }
 }
 
-// One list per pair of query blocks of each (batch, head): rows 2i and 2i + 1 hold it (an odd
-// block count leaves the last pair one row). `make(n, rng)` returns a pair's ascending list, or
-// n + 1 blocks' worth to mark a dense row.
+// One list per `per` query blocks (1, or 2: a pair) of each (batch, head): rows per * i to
+// per * i + per - 1 hold it (an odd block count leaves the last pair one row). `make(n, rng)`
+// returns a list, ascending, or n + 1 blocks' worth to mark a dense row.
 template <typename Make>
-HostBlockList pair_lists(const AttentionShape& shape, std::mt19937& rng, Make make) {
+HostBlockList lists_of(const AttentionShape& shape, int per, std::mt19937& rng, Make make) {
   const int n = shape.blocks();
   HostBlockList list;
   list.max_k = n;
   list.idx.assign(static_cast<std::size_t>(shape.rows() * n), -12345);  // garbage past counts
   list.count.assign(static_cast<std::size_t>(shape.rows()), 0);
   for (std::int64_t head_row = 0; head_row < shape.rows(); head_row += n) {
-    for (int qb = 0; qb < n; qb += 2) {
+    for (int qb = 0; qb < n; qb += per) {
       std::vector<int> blocks = make(n, rng);
       if (static_cast<int>(blocks.size()) > n) {  // dense: every block, count n
         blocks.resize(static_cast<std::size_t>(n));
         for (int j = 0; j < n; ++j) blocks[static_cast<std::size_t>(j)] = j;
       }
-      for (int r = qb; r < std::min(qb + 2, n); ++r) {
+      for (int r = qb; r < std::min(qb + per, n); ++r) {
         const std::int64_t row = head_row + r;
         std::copy(blocks.begin(), blocks.end(), list.idx.begin() + row * n);
         list.count[static_cast<std::size_t>(row)] = static_cast<int>(blocks.size());
@@ -88,6 +88,11 @@ HostBlockList pair_lists(const AttentionShape& shape, std::mt19937& rng, Make ma
     }
   }
   return list;
+}
+
+template <typename Make>
+HostBlockList pair_lists(const AttentionShape& shape, std::mt19937& rng, Make make) {
+  return lists_of(shape, 2, rng, make);
 }
 
 // Lists of random lengths: empty, one block, dense, or each block kept with a random chance.
@@ -113,11 +118,11 @@ std::vector<int> random_list(int n, std::mt19937& rng) {
 struct Lists {
   DeviceBuffer idx, count;
   BlockList blocks;
-  Lists(const HostBlockList& list, bool rotate)
+  Lists(const HostBlockList& list, bool rotate, int query_blocks_per_list = 2)
       : idx(list.idx.size() * sizeof(int)), count(list.count.size() * sizeof(int)) {
     idx.upload(list.idx);
     count.upload(list.count);
-    blocks = BlockList{idx.as<int>(), count.as<int>(), list.max_k, 2};
+    blocks = BlockList{idx.as<int>(), count.as<int>(), list.max_k, query_blocks_per_list};
     blocks.rotate_visits = rotate;
   }
 };
@@ -129,9 +134,10 @@ std::vector<std::uint16_t> run(const GpuCase& c, const BlockList& blocks) {
   return c.dout->download<std::uint16_t>(static_cast<std::size_t>(c.shape.elements()));
 }
 
-// More CTAs than SMs, so the starts cover every block; odd block counts and tails.
-TEST(FlashRotatedVisits, PairListsMatchTheReferenceAndRepeatBitForBit) {
-  MEMPLAN_SKIP_WITHOUT_GPU();
+// More CTAs than SMs, so the starts cover every block; odd block counts and tails. Pair lists
+// (one ring for the CTA's two groups) and lists per query block (a ring per group, each group's
+// list rotated from the CTA's start on its own).
+void expect_rotated_lists_match_the_reference(int query_blocks_per_list) {
   const ScopedKernel kernel("tma");
   const ScopedRotation rotation("always");
   for (const AttentionShape shape : {AttentionShape{2, 389, 48, 128},     // 7 blocks: 384 CTAs
@@ -139,13 +145,25 @@ TEST(FlashRotatedVisits, PairListsMatchTheReferenceAndRepeatBitForBit) {
     GpuCase c(shape, 0.0f);
     SCOPED_TRACE(testing::Message() << "seed " << c.seed << ", " << shape.tokens << " tokens");
     std::mt19937 rng(c.seed + 1);
-    const HostBlockList list = pair_lists(shape, rng, random_list);
-    const Lists rotated(list, true);
+    const HostBlockList list = lists_of(shape, query_blocks_per_list, rng, random_list);
+    const Lists rotated(list, true, query_blocks_per_list);
     const auto first = run(c, rotated.blocks);
     EXPECT_LE(relative_l2(c.output(), reference_attention(shape, c.q, c.k, c.v, list)),
               kMaxRelativeL2);
     EXPECT_EQ(run(c, rotated.blocks), first) << "a rotated launch, repeated";
+    EXPECT_NE(run(c, Lists(list, false, query_blocks_per_list).blocks), first)
+        << "rotation left every output bit as it was";
   }
+}
+
+TEST(FlashRotatedVisits, PairListsMatchTheReferenceAndRepeatBitForBit) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  expect_rotated_lists_match_the_reference(2);
+}
+
+TEST(FlashRotatedVisits, ListsPerBlockMatchTheReferenceAndRepeatBitForBit) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  expect_rotated_lists_match_the_reference(1);
 }
 
 // Lists of 1,035 to 1,401 blocks (three rounds of the first visit's search) against the same
@@ -180,32 +198,35 @@ TEST(FlashRotatedVisits, LaunchAttentionRotatesTauListsOnly) {
   const ScopedKernel kernel("tma");
   const ScopedRotation rotation("always");
   const AttentionShape shape{1, 64 * 40 + 17, 16, 128};  // 21 pairs x 16 heads: 336 CTAs
-  for (const SparsityMode mode : {SparsityMode::Tau, SparsityMode::TopK}) {
-    GpuCase c(shape, 1.0f);
-    SCOPED_TRACE(testing::Message() << "seed " << c.seed << ", " << to_string(mode));
-    AttentionPolicy policy;
-    policy.mode = mode;
-    policy.keep_percent = 20.0f;
-    policy.query_blocks_per_list = 2;
-    const WorkspaceLayout layout = workspace_layout(shape, policy);
-    DeviceBuffer workspace(layout.bytes);
-    launch_attention(shape, c.tensors(), policy, 0.5, workspace.get(), workspace.bytes(), nullptr);
-    TEST_CUDA(cudaDeviceSynchronize());
-    const auto from_attention =
-        c.dout->download<std::uint16_t>(static_cast<std::size_t>(shape.elements()));
-    BlockList blocks = workspace_block_list(layout, workspace.get());
-    blocks.rotate_visits = mode == SparsityMode::Tau;
-    EXPECT_EQ(run(c, blocks), from_attention);
-    if (mode != SparsityMode::Tau) continue;
-    BlockList in_order = blocks;
-    in_order.rotate_visits = false;
-    const auto unrotated = run(c, in_order);
-    EXPECT_NE(unrotated, from_attention) << "rotation left every output bit as it was";
-    for (const char* when : {"never", "auto"}) {
-      const ScopedRotation other(when);
-      EXPECT_EQ(run(c, blocks), unrotated) << "MEMPLAN_ATTENTION_ROTATE=" << when;
+  for (const int per : {2, 1})
+    for (const SparsityMode mode : {SparsityMode::Tau, SparsityMode::TopK}) {
+      GpuCase c(shape, 1.0f);
+      SCOPED_TRACE(testing::Message() << "seed " << c.seed << ", " << to_string(mode) << ", " << per
+                                      << " query block(s) a list");
+      AttentionPolicy policy;
+      policy.mode = mode;
+      policy.keep_percent = 20.0f;
+      policy.query_blocks_per_list = per;
+      const WorkspaceLayout layout = workspace_layout(shape, policy);
+      DeviceBuffer workspace(layout.bytes);
+      launch_attention(shape, c.tensors(), policy, 0.5, workspace.get(), workspace.bytes(),
+                       nullptr);
+      TEST_CUDA(cudaDeviceSynchronize());
+      const auto from_attention =
+          c.dout->download<std::uint16_t>(static_cast<std::size_t>(shape.elements()));
+      BlockList blocks = workspace_block_list(layout, workspace.get());
+      blocks.rotate_visits = mode == SparsityMode::Tau;
+      EXPECT_EQ(run(c, blocks), from_attention);
+      if (mode != SparsityMode::Tau) continue;
+      BlockList in_order = blocks;
+      in_order.rotate_visits = false;
+      const auto unrotated = run(c, in_order);
+      EXPECT_NE(unrotated, from_attention) << "rotation left every output bit as it was";
+      for (const char* when : {"never", "auto"}) {
+        const ScopedRotation other(when);
+        EXPECT_EQ(run(c, blocks), unrotated) << "MEMPLAN_ATTENTION_ROTATE=" << when;
+      }
     }
-  }
 }
 
 TEST(FlashRotatedVisits, AnUnknownRotateValueIsAnErrorNamingIt) {
