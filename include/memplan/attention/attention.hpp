@@ -27,13 +27,14 @@ struct AttentionTensors {
 // query_blocks_per_list 2 promises that rows 2i and 2i + 1 of each (batch, head) hold the same
 // list (the selection of a policy with query_blocks_per_list 2 makes them so): the Hopper TMA
 // kernel then reads row 2i's list for both and loads each tile once; other kernels read each row.
-// rotate_visits: that kernel visits each pair's list from a block chosen by the CTA's place in
-// the launch, wrapping around, instead of from its first block. Where lists differ in length
+// rotate_visits: that kernel visits each list (a pair's, or each of its two query blocks') from
+// a block chosen by the CTA's place in the launch, wrapping around, instead of from its first
+// block. Where lists differ in length
 // (tau's), CTAs that run at the same time then read the same keys, which stay in L2 (lists of
 // one length get that by running in lockstep, which rotation would break: leave it off for
 // top-k). The sums run in another order: outputs differ from unrotated ones in the last bits,
-// and are deterministic on a device (the rotation depends on its SM count). Other kernels and
-// lists per query block ignore it. launch_attention sets it for tau.
+// and are deterministic on a device (the rotation depends on its SM count). Other kernels ignore
+// it. launch_attention sets it for tau.
 struct BlockList {
   const int* kv_idx = nullptr;
   const int* kv_count = nullptr;
