@@ -51,6 +51,9 @@ void replay_equals_eager(const AttentionPolicy& policy, double step_fraction) {
   c.dk->upload(fresh.k.bits);
   c.dv->upload(fresh.v.bits);
   c.dout->poison();
+  // The uploads and the poison run on the legacy stream, which `stream` (non-blocking) does not
+  // wait for.
+  TEST_CUDA(cudaDeviceSynchronize());
   TEST_CUDA(cudaGraphLaunch(exec, stream.get()));
   TEST_CUDA(cudaStreamSynchronize(stream.get()));
   const auto replayed = c.output();

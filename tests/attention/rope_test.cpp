@@ -259,6 +259,9 @@ TEST(RopeAttention, GraphReplayEqualsEager) {
     copy_tensor(q, *c.dq);
     copy_tensor(k, *c.dk);
     out.poison();
+    // The copies and the poison run on the legacy stream, which `stream` (non-blocking) does not
+    // wait for.
+    TEST_CUDA(cudaDeviceSynchronize());
   };
   cudaStream_t stream = nullptr;
   TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
