@@ -1,6 +1,6 @@
-// The public entry points: check every argument, then launch pooling, selection and the flash
-// kernel in stream order. All checks happen before the first launch, so bad input leaves nothing
-// half-done on the stream.
+// The public entry points (attention.hpp, rope.hpp): check every argument, then launch RoPE,
+// pooling, selection and the flash kernel in stream order. All checks happen before the first
+// launch, so bad input leaves nothing half-done on the stream.
 #include <fmt/format.h>
 
 #include <cmath>
