@@ -3,10 +3,11 @@
 // [8 lane, 8 lane + 8) of its rows of the block. With means, the CTA also writes the block's mean
 // of what it wrote, in the format selection reads (K's as split words), so attention need not read
 // q and k again to pool them. Every load (rows and their table entries) is issued before the first
-// store; with pairs of halves a thread also reads its partner's dims (the other half of the head),
-// which that partner rewrites, so a barrier separates the CTA's loads from its stores. Heads are
-// the grid's fastest dimension: the CTAs that read a block's table rows run together and find them
-// in L2. The arithmetic is rope.hpp's: each product and sum rounded on its own.
+// store. With pairs of halves a thread needs its partner's dims too (the other half of the head):
+// a row's lanes are consecutive threads of one warp, so it takes them from the partner's registers
+// with a shuffle; no thread reads what another writes, and no barrier is needed. Heads are the
+// grid's fastest dimension: the CTAs that read a block's table rows run together and find them in
+// L2. The arithmetic is rope.hpp's: each product and sum rounded on its own.
 #include <cuda_bf16.h>
 
 #include "launchers.hpp"
@@ -49,7 +50,6 @@ __global__ void __launch_bounds__(kRopeThreads, kHalves ? 2 : 3) rope_kernel(con
 
   const int lane = Means::lane();
   const bool first_half = lane < kHalfLanes;
-  const int partner = first_half ? lane + kHalfLanes : lane - kHalfLanes;
   // The table entry of the thread's first pair: 4 pairs from 4 lane (interleaved), or the 8 dims'
   // own pairs from (8 lane) mod (D / 2) (halves).
   const int pair0 = kHalves ? (8 * lane) % (D / 2) : 4 * lane;
@@ -58,17 +58,12 @@ __global__ void __launch_bounds__(kRopeThreads, kHalves ? 2 : 3) rope_kernel(con
   };
 
   uint4 own[kRows];
-  uint4 other[kHalves ? kRows : 1];
   float4 cs[kRows][kTableLoads];
 #pragma unroll
   for (int s = 0; s < kRows; ++s) {
     const int r = Means::row(s);
-    if (r >= valid) continue;
-    own[s] = *row_at(r, lane);
-    if constexpr (kHalves) other[s] = *row_at(r, partner);
+    own[s] = r < valid ? *row_at(r, lane) : uint4{};  // zeros past the end: shuffled, not stored
   }
-  if constexpr (kHalves) __syncthreads();  // a partner's dims are read before they are rewritten
-    // The table is read-only: its loads may wait for the barrier (fewer registers held across it).
 #pragma unroll
   for (int s = 0; s < kRows; ++s) {
     if (Means::row(s) >= valid) continue;
@@ -81,11 +76,19 @@ __global__ void __launch_bounds__(kRopeThreads, kHalves ? 2 : 3) rope_kernel(con
   float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int s = 0; s < kRows; ++s) {
+    // The partner's dims, before any lane of the warp leaves for a row past the end.
+    uint4 other{};
+    if constexpr (kHalves) {
+      other.x = __shfl_xor_sync(0xffffffffu, own[s].x, kHalfLanes);
+      other.y = __shfl_xor_sync(0xffffffffu, own[s].y, kHalfLanes);
+      other.z = __shfl_xor_sync(0xffffffffu, own[s].z, kHalfLanes);
+      other.w = __shfl_xor_sync(0xffffffffu, own[s].w, kHalfLanes);
+    }
     if (Means::row(s) >= valid) continue;  // the library's pooling adds zeros there: same sums
     const float* angles = reinterpret_cast<const float*>(cs[s]);  // (cos, sin) per pair
     auto* mine = reinterpret_cast<__nv_bfloat162*>(&own[s]);
     if constexpr (kHalves) {
-      const auto* theirs = reinterpret_cast<const __nv_bfloat162*>(&other[s]);
+      const auto* theirs = reinterpret_cast<const __nv_bfloat162*>(&other);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float2 a = __bfloat1622float2(mine[j]);
