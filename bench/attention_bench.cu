@@ -147,6 +147,69 @@ std::vector<std::string> kernel_paths() { return env_list("ATTENTION_BENCH_KERNE
 
 void use_kernel(const std::string& path) { setenv("MEMPLAN_ATTENTION_KERNEL", path.c_str(), 1); }
 
+#ifdef MEMPLAN_FLASH_TIMELINE
+}  // namespace
+namespace memplan::attention::detail {
+std::vector<long long> flash_tma_timeline();  // flash_tma.cu, built with the same option
+}  // namespace memplan::attention::detail
+namespace {
+
+// The last TMA launch's per-CTA phases (flash_tma.cu's slots), averaged over its CTAs, in SM
+// cycles and in units of the loop's own time a tile: where a CTA's time goes besides its tiles.
+void print_timeline(const char* label) {
+  const std::vector<long long> t = memplan::attention::detail::flash_tma_timeline();
+  struct Cta {
+    long long entry, end;
+  };
+  std::vector<std::vector<Cta>> per_sm(256);
+  double q = 0, k0 = 0, step0 = 0, loop = 0, loop_tiles = 0, epi = 0, second = 0;
+  long long n = 0;
+  for (std::size_t c = 0; c + 8 <= t.size(); c += 8) {
+    const long long* s = &t[c];
+    const int tiles = static_cast<int>(s[7] & 0xffffffff);
+    const int sm = static_cast<int>(s[7] >> 32);
+    if (tiles < 2 || s[0] == 0 || sm < 0 || sm >= 256) continue;
+    ++n;
+    q += static_cast<double>(s[1] - s[0]);
+    k0 += static_cast<double>(s[2] - s[1]);
+    step0 += static_cast<double>(s[3] - s[2]);
+    loop += static_cast<double>(s[4] - s[3]);
+    loop_tiles += tiles - 1;
+    epi += static_cast<double>(s[5] - s[4]);
+    second += static_cast<double>(s[6] - s[5]);
+    per_sm[static_cast<std::size_t>(sm)].push_back(Cta{s[0], std::max(s[5], s[6])});
+  }
+  double gap = 0;
+  long long gaps = 0;
+  for (auto& ctas : per_sm) {
+    std::sort(ctas.begin(), ctas.end(),
+              [](const Cta& a, const Cta& b) { return a.entry < b.entry; });
+    for (std::size_t i = 1; i < ctas.size(); ++i) {
+      gap += static_cast<double>(ctas[i].entry - ctas[i - 1].end);
+      ++gaps;
+    }
+  }
+  if (n == 0) return;
+  const double per_tile = loop / loop_tiles;
+  auto show = [&](const char* name, double total, long long count) {
+    const double cycles = count > 0 ? total / static_cast<double>(count) : 0.0;
+    std::printf(" %s %.0f (%.2f)", name, cycles, cycles / per_tile);
+  };
+  std::printf("  timeline %-22s %lld CTAs, %.1f tiles each; cycles (tiles):", label, n,
+              loop_tiles / static_cast<double>(n) + 1.0);
+  show("q", q, n);
+  show("k0", k0, n);
+  show("step0", step0, n);
+  std::printf(" tile %.0f", per_tile);
+  show("epilogue", epi, n);
+  show("group1 later", second, n);
+  show("gap", gap, gaps);
+  std::printf("\n");
+}
+#else
+void print_timeline(const char*) {}
+#endif
+
 double dense_flops(const AttentionShape& s) {
   return 4.0 * s.batch * s.heads * static_cast<double>(s.tokens) * static_cast<double>(s.tokens) *
          s.head_dim;
@@ -187,6 +250,7 @@ void run(std::int64_t tokens) {
           },
           reps);
       if (first) dense_ms = ms;
+      if (paths[i] == "tma") print_timeline("dense");
       std::printf("%-7s N=%-6lld dense [%-7s] %9.3f ms  %6.1f TFLOP/s", kind,
                   static_cast<long long>(tokens), paths[i].c_str(), ms,
                   dense_flops(shape) / ms * 1e-9);
@@ -250,6 +314,7 @@ void run(std::int64_t tokens) {
         use_kernel(paths[i]);
         attend[i] = median_ms(
             [&] { launch_flash_forward(shape, in.tensors(), list, nullptr, 0.0f, nullptr); }, reps);
+        if (paths[i] == "tma") print_timeline(m.name);
         if (i == 0) {
           in.keep_sparse();
         } else {

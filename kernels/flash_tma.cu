@@ -53,6 +53,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "first_visit.cuh"
 #include "flash_row.cuh"
@@ -66,6 +67,24 @@
 namespace memplan::attention::detail {
 
 namespace {
+
+#ifdef MEMPLAN_FLASH_TIMELINE
+// Diagnostics (cmake -DMEMPLAN_FLASH_TIMELINE=ON, read by attention_bench): the first thread of
+// each consumer group stamps its CTA's phases with its SM's cycle counter, for the first
+// kTimelineCtas CTAs of the last launch. Slots: 0 entry, 1 Q arrived, 2 K of the first tile
+// arrived, 3 the first step's softmax done, 4 group 0's last P V done, 5 group 0's output
+// stored, 6 group 1's output stored, 7 the SM's id << 32 | the tiles of group 0.
+constexpr int kTimelineCtas = 1 << 16;
+__device__ long long g_flash_timeline[kTimelineCtas][8];
+#define MEMPLAN_TIMELINE(slot, value)                                                 \
+  do {                                                                                \
+    if (timeline_cta < kTimelineCtas) g_flash_timeline[timeline_cta][slot] = (value); \
+  } while (0)
+#else
+#define MEMPLAN_TIMELINE(slot, value) \
+  do {                                \
+  } while (0)
+#endif
 
 // How consumers overlap softmax with the matrix products, in every set-up:
 //   pipelined: S of tile t and P V of tile t - 1 go to the tensor cores together, so the softmax
@@ -133,7 +152,8 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     flash_tma_kernel(const __grid_constant__ CUtensorMap q_map,
                      const __grid_constant__ CUtensorMap k_map,
-                     const __grid_constant__ CUtensorMap v_map, const FlashParams p,
+                     const __grid_constant__ CUtensorMap v_map,
+                     const __grid_constant__ CUtensorMap out_map, const FlashParams p,
                      const float scale_log2, const int rotation_period) {
   extern __shared__ __align__(1024) unsigned char smem[];
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -149,6 +169,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
+#ifdef MEMPLAN_FLASH_TIMELINE
+  const long long timeline_cta =
+      blockIdx.x + static_cast<long long>(gridDim.x) *
+                       (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
+  if (tid == 0) MEMPLAN_TIMELINE(0, clock64());
+#endif
   const int cta_head = blockIdx.y;
   const int cta_batch = blockIdx.z;
   const int first_q_block = blockIdx.x * Cfg::kGroups;
@@ -190,6 +216,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     mbar_init_fence();
   }
+  if (tid == Cfg::kConsumers) {  // the producer's thread fetches the maps while barriers initialise
+    prefetch_tensor_map(&q_map);
+    prefetch_tensor_map(&k_map);
+    prefetch_tensor_map(&v_map);
+    prefetch_tensor_map(&out_map);
+  }
   __syncthreads();  // the last CTA-wide barrier: from here on, only the mbarriers
 
   if (tid >= Cfg::kConsumers) {
@@ -202,10 +234,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (producer_warp >= Cfg::kRings) return;
     const int ring = Cfg::kRings == 1 ? 0 : producer_warp;
     const int first_group = ring * Cfg::kGroupsPerRing;
-    // Q, then the K and V tiles of the row of the ring's first group's query block.
+    // Q, then the K and V tiles of the row of the ring's first group's query block. Q's copies
+    // go first: they need no list, whose reads (the row's count, then its entries) take two
+    // round trips to memory before the first K can be asked for.
     const int q_block = first_q_block + first_group;
-    const FlashRow<kWgD> fr = row_of(q_block, cta_head, cta_batch);
-    const int tiles = tiles_of(q_block, fr);
     if (lane == 0) {
       mbar_arrive_expect_tx(q_full(ring), kWgQBytes * Cfg::kGroupsPerRing);
       for (int g = 0; g < Cfg::kGroupsPerRing; ++g) {
@@ -213,6 +245,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                    static_cast<std::int64_t>(q_block + g) * 64, cta_head, cta_batch);
       }
     }
+    const FlashRow<kWgD> fr = row_of(q_block, cta_head, cta_batch);
+    const int tiles = tiles_of(q_block, fr);
     // The first visit, found by the warp while Q loads, published by the second arrival on
     // q_full (a release; the consumers' wait acquires it).
     int first = 0;
@@ -327,6 +361,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   auto v_stage = [&](int t) { return t % kVStages; };
 
   mbar_wait<kRaised>(q_full(ring), 0);
+  if (tid == 0) MEMPLAN_TIMELINE(1, clock64());
   first = reinterpret_cast<volatile int*>(smem + Cfg::kFirstVisitOffset)[ring];
   // Q as the A fragments of S (kQInRegisters), or read by every S from shared memory.
   std::uint32_t qa[Cfg::kQInRegisters ? kWgD / 16 : 1][4];
@@ -347,6 +382,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     int valid[kPerTile];
     valid_keys(0, valid);
     wait_k(0);
+    if (tid == 0) MEMPLAN_TIMELINE(2, clock64());
     take_turn();
     wgmma_fence();
     issue_s_of(s, 0);
@@ -355,6 +391,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     release(k_empty(ring, k_stage(0)));
     softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
     pack_p<kKeys>(a, s);
+    if (tid == 0) MEMPLAN_TIMELINE(3, clock64());
   }
   for (int t = 1; t < tiles; ++t) {
     float s[kKeys / 2];  // declared per step: no value flows into the next step's S
@@ -384,19 +421,57 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     last_pass();
     wgmma_wait<0>();
     release(v_empty(ring, v_stage(last)));
+    if (tid == 0) MEMPLAN_TIMELINE(4, clock64());
   }
   for (int e = 0; e < empty_turns; ++e) {
     take_turn();
     if (group == 0 || e + 1 < empty_turns) pass_turn();
   }
   if (Cfg::kSharedRing || q_block < p.blocks) {  // else no row (fr is a neighbour's)
-    // Epilogue: each thread holds rows lane/4 and lane/4 + 8 of its warp's 16.
+    // Epilogue: the group's output block goes to its Q stage (no product reads Q any more), in
+    // the layout Q arrived in (two 64-column halves, 128B swizzle), and from there to memory by
+    // the TMA unit: two box stores instead of 32 four-byte stores a thread, eight rows apart,
+    // which cost the CTA about 0.8 of a tile's time (MEMPLAN_FLASH_TIMELINE, H200,
+    // 2026-12-03). Rows past the last token are clipped by the store. Each thread holds rows
+    // lane/4 and lane/4 + 8 of its warp's 16; for one dt a warp's 32 writes land in 8 rows and
+    // 8 distinct swizzled chunks, so no two share a bank.
+    const float* coarse = p.coarse != nullptr ? p.coarse + fr.row * kWgD : nullptr;
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
-      store_row<kWgD>(p, fr, q_block, warp * 16 + lane / 4 + hr * 8, l[hr], lane,
-                      [&](int dt, int j) { return o[4 * dt + 2 * hr + j]; });
+      const int r = warp * 16 + lane / 4 + hr * 8;
+      const float inv = inverse_row_sum(l[hr]);
+#pragma unroll
+      for (int dt = 0; dt < kWgD / 8; ++dt) {
+        const int col = dt * 8 + 2 * (lane % 4);
+        const __nv_bfloat162 pair =
+            output_pair(p, coarse, col, inv, o[4 * dt + 2 * hr], o[4 * dt + 2 * hr + 1]);
+        const std::uint32_t at =
+            s_q + (dt / 8) * kWgHalfBytes + r * 128 + (((dt % 8) ^ (r & 7)) * 16) + 4 * (lane % 4);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at),
+                     "r"(*reinterpret_cast<const std::uint32_t*>(&pair))
+                     : "memory");
+      }
+    }
+    fence_proxy_async_shared();
+    named_barrier_sync<128>(3 + group);  // the group's writes, before its first thread's stores
+    // A dense CTA's second group past the last query block (odd block count) stores nothing.
+    if (tid % 128 == 0 && static_cast<std::int64_t>(q_block) * 64 < p.tokens) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        tma_store_4d(&out_map, s_q + half * kWgHalfBytes, half * 64, cta_head, q_block * 64,
+                     cta_batch);
+      }
+      tma_store_wait_read();  // the stage is the CTA's until the stores have read it
     }
   }
+#ifdef MEMPLAN_FLASH_TIMELINE
+  if (tid % 128 == 0) MEMPLAN_TIMELINE(5 + group, clock64());
+  if (tid == 0) {
+    unsigned sm = 0;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    MEMPLAN_TIMELINE(7, (static_cast<long long>(sm) << 32) | tiles);
+  }
+#endif
 #endif
 }
 
@@ -469,15 +544,24 @@ void launch(const FlashParams& params, cudaStream_t stream) {
   const CUtensorMap q_map = head_tensor_map("q", params.q, params);
   const CUtensorMap k_map = head_tensor_map("k", params.k, params);
   const CUtensorMap v_map = head_tensor_map("v", params.v, params);
+  const CUtensorMap out_map = head_tensor_map("out", params.out, params);
   const dim3 grid(static_cast<unsigned>((params.blocks + Cfg::kGroups - 1) / Cfg::kGroups),
                   static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kWgD)) * M_LOG2E);
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(q_map, k_map, v_map, params, scale_log2,
-                                                           rotation_period<Cfg>(params));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
+      q_map, k_map, v_map, out_map, params, scale_log2, rotation_period<Cfg>(params));
   check_launch("flash_tma_kernel");
 }
 
 }  // namespace
+
+#ifdef MEMPLAN_FLASH_TIMELINE
+std::vector<long long> flash_tma_timeline() {
+  std::vector<long long> out(static_cast<std::size_t>(kTimelineCtas) * 8);
+  MEMPLAN_CUDA_CHECK(cudaMemcpyFromSymbol(out.data(), g_flash_timeline, out.size() * 8));
+  return out;
+}
+#endif
 
 void run_flash_tma(const FlashParams& params, cudaStream_t stream) {
   if (params.kv_count == nullptr) {

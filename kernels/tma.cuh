@@ -84,6 +84,35 @@ __device__ __forceinline__ void tma_load_4d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+// Stores the box at `src` in shared memory to coordinates (c0, c1, c2, c3) of `map`, in the
+// thread's bulk async-group; parts past the tensor's extents are not written. The shared memory
+// must have been written before, made visible to the async proxy (fence_proxy_async_shared by
+// each writer, then a barrier).
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, std::uint32_t src, int c0,
+                                             int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3, %4}], "
+      "[%5];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      : "memory");
+}
+
+// Closes the thread's bulk async-group and waits until its stores have read their shared
+// memory (the global writes complete on their own, before the grid does).
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+// Orders this thread's generic-proxy writes to shared memory before later async-proxy accesses.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Fetches a tensor map (a __grid_constant__ parameter) ahead of its first copy.
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
+}
+
 // Named barriers 1-15 among `Threads` threads (a multiple of 32): sync waits for the count,
 // arrive counts without waiting. Barrier 0 is __syncthreads'.
 template <int Threads>

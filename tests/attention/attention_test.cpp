@@ -43,6 +43,36 @@ TEST_P(FlashForward, DenseMatchesReference) {
   EXPECT_LE(relative_l2(c.output(), want), kMaxRelativeL2);
 }
 
+// Nothing is written past the output: it sits in a buffer with a guard after it, filled with a
+// pattern that must survive. The TMA kernel stores a query block's rows with the TMA unit, which
+// clips a tail block's rows at the tensor's end (and a dense CTA's second group past the last
+// block stores nothing); a store past the end would land in the guard. The reference comparison
+// of the other tests checks that every element inside was written.
+TEST_P(FlashForward, WritesNothingPastTheOutput) {
+  MEMPLAN_SKIP_WITHOUT_GPU();
+  const ScopedKernel kernel(GetParam().kernel);
+  GpuCase c(to_shape(GetParam().shape), 0.0f);
+  SCOPED_TRACE(testing::Message() << "seed " << c.seed);
+  const std::size_t bytes = c.dout->bytes();
+  constexpr std::size_t kGuard = 64 * 1024;
+  DeviceBuffer out(bytes + kGuard);
+  TEST_CUDA(cudaMemset(out.get(), 0x5A, bytes + kGuard));
+  AttentionTensors tensors = c.tensors();
+  tensors.out = out.get();
+  launch_flash_forward(c.shape, tensors, BlockList{}, nullptr, 0.0f, nullptr);
+  TEST_CUDA(cudaDeviceSynchronize());
+  const auto all = out.download<unsigned char>(bytes + kGuard);
+  const auto guard_kept = std::count(all.begin() + static_cast<std::ptrdiff_t>(bytes), all.end(),
+                                     static_cast<unsigned char>(0x5A));
+  EXPECT_EQ(guard_kept, static_cast<std::ptrdiff_t>(kGuard)) << "bytes past the output written";
+  const auto want = reference_attention(c.shape, c.q, c.k, c.v, HostBlockList{});
+  std::vector<float> got(static_cast<std::size_t>(c.shape.elements()));
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    got[i] = from_bf16(static_cast<std::uint16_t>(all[2 * i] | (all[2 * i + 1] << 8)));
+  }
+  EXPECT_LE(relative_l2(got, want), kMaxRelativeL2);
+}
+
 // Random ascending lists with the diagonal kept; about a third of the blocks per row, some rows
 // dense (count == blocks), and list slots past the count filled with garbage the kernel must skip.
 void sparse_list_matches_reference(const FlashCase& fc) {
