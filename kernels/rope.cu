@@ -29,11 +29,11 @@ __device__ __forceinline__ float rotated_second(float x, float y, float c, float
 }
 
 template <int D, bool kHalves>
-__global__ void __launch_bounds__(kRopeThreads, kHalves ? 2 : 3) rope_kernel(const RopeParams p) {
+__global__ void __launch_bounds__(kRopeThreads, 3) rope_kernel(const RopeParams p) {
   using Means = BlockMeans<D, kRopeThreads>;
   constexpr int kRows = Means::kRowsPerThread;
   constexpr int kHalfLanes = Means::kLanes / 2;  // lanes of the first half of a head's dims
-  constexpr int kTableLoads = kHalves ? 4 : 2;   // float4s of (cos, sin): 8 pairs, or 4
+  constexpr int kTableLoads = 2;  // float4s of (cos, sin): 4 pairs (halves: half of the 8 needed)
   __shared__ __align__(16) typename Means::Storage storage;
 
   const int head = static_cast<int>(blockIdx.x);
@@ -50,9 +50,10 @@ __global__ void __launch_bounds__(kRopeThreads, kHalves ? 2 : 3) rope_kernel(con
 
   const int lane = Means::lane();
   const bool first_half = lane < kHalfLanes;
-  // The table entry of the thread's first pair: 4 pairs from 4 lane (interleaved), or the 8 dims'
-  // own pairs from (8 lane) mod (D / 2) (halves).
-  const int pair0 = kHalves ? (8 * lane) % (D / 2) : 4 * lane;
+  // The table entry of the thread's first pair: 4 pairs from 4 lane (interleaved). With halves a
+  // thread's 8 dims need the 8 pairs from (8 lane) mod (D / 2), as do its partner's: each reads
+  // 4 of them (the first half's lane the first 4) and they swap the rest by shuffle.
+  const int pair0 = kHalves ? (8 * lane) % (D / 2) + (first_half ? 0 : 4) : 4 * lane;
   auto row_at = [&](int r, int l) {
     return reinterpret_cast<uint4*>(x + (token0 + r) * stride + 8 * l);
   };
@@ -66,11 +67,11 @@ __global__ void __launch_bounds__(kRopeThreads, kHalves ? 2 : 3) rope_kernel(con
   }
 #pragma unroll
   for (int s = 0; s < kRows; ++s) {
-    if (Means::row(s) >= valid) continue;
+    const bool inside = Means::row(s) < valid;
     const auto* t =
         reinterpret_cast<const float4*>(p.table + ((token0 + Means::row(s)) * (D / 2) + pair0) * 2);
 #pragma unroll
-    for (int i = 0; i < kTableLoads; ++i) cs[s][i] = __ldg(t + i);
+    for (int i = 0; i < kTableLoads; ++i) cs[s][i] = inside ? __ldg(t + i) : float4{};
   }
 
   float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
@@ -84,8 +85,20 @@ __global__ void __launch_bounds__(kRopeThreads, kHalves ? 2 : 3) rope_kernel(con
       other.z = __shfl_xor_sync(0xffffffffu, own[s].z, kHalfLanes);
       other.w = __shfl_xor_sync(0xffffffffu, own[s].w, kHalfLanes);
     }
+    // (cos, sin) of the thread's pairs in order; with halves, 4 of the 8 are the partner's.
+    float angles[kHalves ? 16 : 8];
+    const float* mine_cs = reinterpret_cast<const float*>(cs[s]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if constexpr (kHalves) {
+        const float theirs_cs = __shfl_xor_sync(0xffffffffu, mine_cs[i], kHalfLanes);
+        angles[i] = first_half ? mine_cs[i] : theirs_cs;
+        angles[8 + i] = first_half ? theirs_cs : mine_cs[i];
+      } else {
+        angles[i] = mine_cs[i];
+      }
+    }
     if (Means::row(s) >= valid) continue;  // the library's pooling adds zeros there: same sums
-    const float* angles = reinterpret_cast<const float*>(cs[s]);  // (cos, sin) per pair
     auto* mine = reinterpret_cast<__nv_bfloat162*>(&own[s]);
     if constexpr (kHalves) {
       const auto* theirs = reinterpret_cast<const __nv_bfloat162*>(&other);
