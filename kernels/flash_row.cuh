@@ -21,8 +21,14 @@ struct FlashRow {
   std::int64_t stride = 0;       // elements from one token to the next
   std::int64_t head_offset = 0;  // elements to token 0 of this (batch, head)
 
+  // The row's index into kv_count, the kv_idx rows and coarse.
+  [[nodiscard]] __device__ static std::int64_t index(const FlashParams& p, int q_block, int head,
+                                                     int batch) {
+    return (static_cast<std::int64_t>(batch) * p.heads + head) * p.blocks + q_block;
+  }
+
   __device__ FlashRow(const FlashParams& p, int q_block, int head, int batch) {
-    row = (static_cast<std::int64_t>(batch) * p.heads + head) * p.blocks + q_block;
+    row = index(p, q_block, head, batch);
     const int listed = p.kv_count != nullptr ? p.kv_count[row] : p.blocks;
     const bool dense = listed >= p.blocks;
     count = dense ? p.blocks : listed;

@@ -222,6 +222,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     prefetch_tensor_map(&v_map);
     prefetch_tensor_map(&out_map);
   }
+  // Each ring's list: its count and first entries come into L1 while the barriers initialise
+  // (the entries' address does not depend on the count), so the producer's two dependent reads
+  // before its first K are L1 hits.
+  if (p.kv_count != nullptr && tid >= Cfg::kConsumers && tid % 32 == 0 &&
+      (tid - Cfg::kConsumers) / 32 < Cfg::kRings) {
+    const int q_block = first_q_block + (tid - Cfg::kConsumers) / 32 * Cfg::kGroupsPerRing;
+    const std::int64_t row =
+        FlashRow<kWgD>::index(p, q_block < p.blocks ? q_block : p.blocks - 1, cta_head, cta_batch);
+    prefetch_l1(p.kv_count + row);
+    prefetch_l1(p.kv_idx + row * p.max_k);
+  }
   __syncthreads();  // the last CTA-wide barrier: from here on, only the mbarriers
 
   if (tid >= Cfg::kConsumers) {

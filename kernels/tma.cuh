@@ -113,6 +113,11 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
 }
 
+// Brings the line holding `address` into L1 (and L2) without waiting for it.
+__device__ __forceinline__ void prefetch_l1(const void* address) {
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(address));
+}
+
 // Named barriers 1-15 among `Threads` threads (a multiple of 32): sync waits for the count,
 // arrive counts without waiting. Barrier 0 is __syncthreads'.
 template <int Threads>
