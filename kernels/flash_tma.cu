@@ -23,7 +23,9 @@
 // one length run in lockstep waves that start together at block 0, which rotation would
 // scatter; dense launches never rotate.
 //
-// Synchronisation: mbarriers in shared memory, per ring, no CTA barrier after set-up.
+// Synchronisation: mbarriers in shared memory, per ring, no CTA barrier after set-up. Named
+// barriers among consumers only: 1 and 2 pass the groups' ping-pong turns; 3 + g orders group g's
+// writes of its output to its Q stage before its first thread's TMA stores read them.
 //   q_full        2 arrivals (the producer's expect_tx, and its publication of the first visit
 //                 once its warp found it, while Q loads) + the bytes of the ring's groups' Q.
 //   k_full[s], v_full[s]    1 arrival + one tile's bytes; phase n = the n-th use of stage s.
