@@ -70,6 +70,12 @@ namespace memplan::attention::detail {
 
 namespace {
 
+// The CTA's place in launch order (x fastest, then y, then z).
+__device__ __forceinline__ std::int64_t launch_order_index() {
+  return blockIdx.x + static_cast<std::int64_t>(gridDim.x) *
+                          (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
+}
+
 #ifdef MEMPLAN_FLASH_TIMELINE
 // Diagnostics (cmake -DMEMPLAN_FLASH_TIMELINE=ON, read by attention_bench): the first thread of
 // each consumer group stamps its CTA's phases with its SM's cycle counter, for the first
@@ -172,9 +178,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int tid = threadIdx.x;
   const int lane = tid % 32;
 #ifdef MEMPLAN_FLASH_TIMELINE
-  const long long timeline_cta =
-      blockIdx.x + static_cast<long long>(gridDim.x) *
-                       (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
+  const std::int64_t timeline_cta = launch_order_index();
   if (tid == 0) MEMPLAN_TIMELINE(0, clock64());
 #endif
   const int cta_head = blockIdx.y;
@@ -264,9 +268,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // q_full (a release; the consumers' wait acquires it).
     int first = 0;
     if (rotation_period > 0) {
-      const std::int64_t cta =
-          blockIdx.x + static_cast<std::int64_t>(gridDim.x) *
-                           (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
+      const std::int64_t cta = launch_order_index();
       const int start_block = static_cast<int>(cta % rotation_period * p.blocks / rotation_period);
       first = first_visit([&](int i) { return fr.key_block(i); }, fr.count, start_block, lane);
     }
@@ -458,8 +460,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int col = dt * 8 + 2 * (lane % 4);
         const __nv_bfloat162 pair =
             output_pair(p, coarse, col, inv, o[4 * dt + 2 * hr], o[4 * dt + 2 * hr + 1]);
-        const std::uint32_t at =
-            s_q + (dt / 8) * kWgHalfBytes + r * 128 + (((dt % 8) ^ (r & 7)) * 16) + 4 * (lane % 4);
+        const std::uint32_t at = s_q + swizzled(r, dt) + 4 * (lane % 4);
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at),
                      "r"(*reinterpret_cast<const std::uint32_t*>(&pair))
                      : "memory");

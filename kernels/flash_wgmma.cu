@@ -54,12 +54,6 @@ struct WgConfig {
   static constexpr int kSmemBytes = kTileBytes * (GROUPS + 2 * STAGES);
 };
 
-// Byte offset of 16-byte chunk `chunk` (0-15) of row `row` in a tile.
-__device__ __forceinline__ std::uint32_t swizzled(int row, int chunk) {
-  return static_cast<std::uint32_t>((chunk / 8) * kHalfBytes + row * 128 +
-                                    (((chunk % 8) ^ (row & 7)) << 4));
-}
-
 // Copies 64-token tiles of one head into shared tiles, THREADS threads together: thread `tid`
 // copies 16-byte chunk tid % 16 of rows tid / 16 + i * (THREADS / 16). That row step is a
 // multiple of 8, so the swizzle of a thread's chunks is the same in every row it copies, and its

@@ -20,6 +20,14 @@ constexpr int kWgD = 128;               // head_dim of the Hopper kernels
 constexpr int kWgHalfBytes = 64 * 128;  // 64 rows x 64 bf16: a Q half, a 64-key block's half
 constexpr int kWgQBytes = 2 * kWgHalfBytes;
 
+// Byte offset of 16-byte chunk `chunk` (0-15) of row `row` (0-63) in a 64-row tile of head_dim
+// 128 bf16: two 64-column halves, each row's 8 chunks XOR-swizzled by (row & 7) (the 128B
+// swizzle of wgmma descriptors and TMA).
+__device__ __forceinline__ std::uint32_t swizzled(int row, int chunk) {
+  return static_cast<std::uint32_t>((chunk / 8) * kWgHalfBytes + row * 128 +
+                                    (((chunk % 8) ^ (row & 7)) << 4));
+}
+
 // Bytes of one shared K or V tile of KEYS keys (two head_dim halves of KEYS rows).
 template <int KEYS>
 constexpr int kv_tile_bytes() {
