@@ -100,12 +100,13 @@ void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
     return;
   }
 
-  // Donors: mapped slots that no range touches (remap unmaps them right after).
+  // Donors: mapped slots that no range touches (remap unmaps them right after). A borrowed chunk
+  // is never one: the rest of it is its owner's.
   std::vector<ChunkHandle> donors;
   if (reuse_others) {
     for (const auto& [slot, chunk] : slots_) {
       const std::size_t start = slot * chunk_;
-      if (!touches(ranges, start, chunk_)) donors.push_back(chunk);
+      if (!touches(ranges, start, chunk_) && !borrowed_.contains(slot)) donors.push_back(chunk);
     }
     std::reverse(donors.begin(), donors.end());  // taken from the back: lowest slots first
   }
@@ -113,6 +114,13 @@ void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
   std::vector<std::size_t> mapped_now;
   try {
     for (const std::size_t slot : wanted) {
+      const auto lent = borrowed_.find(slot);
+      if (lent != borrowed_.end()) {
+        backend_.map(address(slot * chunk_), chunk_, lent->second);
+        slots_.emplace(slot, lent->second);
+        mapped_now.push_back(slot);
+        continue;
+      }
       const bool reused = !donors.empty();
       const ChunkHandle chunk = reused ? donors.back() : backend_.create_chunk(chunk_);
       try {
@@ -140,7 +148,7 @@ void Arena::map_slots(std::span<const ByteRange> ranges, bool reuse_others) {
     rollback(mapped_now);
     throw;
   }
-  mapped_ = slots_.size() * chunk_;
+  count_mapped();
   if (ranges.size() == 1) covered_ = ranges.front();
   logger().debug("arena '{}': mapped {} chunks more, {} now", options_.name, mapped_now.size(),
                  pretty_bytes(mapped_));
@@ -194,7 +202,7 @@ void Arena::unmap_slots(const std::vector<std::size_t>& slots) {
       const auto it = slots_.find(slots[k]);
       const ChunkHandle chunk = it->second;
       slots_.erase(it);
-      if (--mappings_[chunk] > 0) continue;
+      if (borrowed_.contains(slots[k]) || --mappings_[chunk] > 0) continue;
       mappings_.erase(chunk);
       try {
         backend_.release_chunk(chunk);
@@ -203,9 +211,64 @@ void Arena::unmap_slots(const std::vector<std::size_t>& slots) {
       }
     }
   }
-  mapped_ = slots_.size() * chunk_;
+  count_mapped();
   if (!failures.empty())
     throw Error(fmt::format("arena '{}': unmapping failed: {}", options_.name, failures));
+}
+
+void Arena::count_mapped() noexcept {
+  std::size_t borrowed_mapped = 0;
+  for (const auto& [slot, chunk] : borrowed_) borrowed_mapped += slots_.contains(slot) ? 1 : 0;
+  mapped_ = (slots_.size() - borrowed_mapped) * chunk_;
+}
+
+ChunkHandle Arena::chunk_at(std::size_t offset) const {
+  const auto it = slots_.find(offset / chunk_);
+  if (it == slots_.end())
+    throw InvalidArgument(
+        fmt::format("arena '{}': no chunk is mapped at offset {}", options_.name, offset));
+  return it->second;
+}
+
+void Arena::borrow(std::size_t offset, ChunkHandle chunk) {
+  if (base_ == nullptr)
+    throw InvalidState(fmt::format("arena '{}': borrowing before reserve()", options_.name));
+  if (offset >= reserved_)
+    throw InvalidArgument(fmt::format("arena '{}': borrowing at offset {}, past the {} reserved",
+                                      options_.name, offset, pretty_bytes(reserved_)));
+  const std::size_t slot = offset / chunk_;
+  if (borrowed_.contains(slot))
+    throw InvalidState(fmt::format("arena '{}': the slot at offset {} borrows a chunk already",
+                                   options_.name, slot * chunk_));
+  const bool was_mapped = slots_.contains(slot);
+  if (was_mapped) {
+    users_.wait_all();
+    unmap_slots({slot});
+  }
+  borrowed_.emplace(slot, chunk);
+  if (!was_mapped) return;
+  const ByteRange range{slot * chunk_, chunk_};
+  try {
+    map_slots({&range, 1}, /*reuse_others=*/false);
+  } catch (...) {
+    borrowed_.erase(slot);  // the slot stays unmapped: the next growth maps a chunk of its own
+    throw;
+  }
+}
+
+void Arena::end_borrow(std::size_t offset) {
+  const std::size_t slot = offset / chunk_;
+  if (!borrowed_.contains(slot)) return;
+  if (slots_.contains(slot)) {
+    users_.wait_all();
+    try {
+      unmap_slots({slot});
+    } catch (...) {
+      borrowed_.erase(slot);  // unmap_slots forgot the slot whatever happened
+      throw;
+    }
+  }
+  borrowed_.erase(slot);
 }
 
 // Undoes a failed map_slots: nothing used these slots yet, so no fence is needed.

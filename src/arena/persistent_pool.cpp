@@ -91,6 +91,14 @@ void* PersistentPool::allocate_aligned(std::size_t bytes, std::size_t alignment)
   return take(aligned, size);
 }
 
+void* PersistentPool::allocate_if_free(std::size_t bytes, std::size_t alignment) {
+  if (bytes - 1 >= kMaxRequestBytes) throw_bad_size(bytes);
+  const std::uint64_t size = align_up(bytes, kAlignment);
+  const std::uint64_t search = alignment > kAlignment ? size + alignment - kAlignment : size;
+  if (free_.find(blocks_, search) == kNone) return nullptr;
+  return allocate(bytes, alignment);
+}
+
 // An allocation of [offset, offset + size) while some hole is unmapped: if a chunk of its range
 // is, map them (before the block is taken, so a failure changes nothing). Looking is a lookup per
 // chunk and allocates nothing, so allocations away from the holes stay off the backend's path.
@@ -109,7 +117,16 @@ void PersistentPool::map_hole(std::uint64_t offset, std::uint64_t size) {
 
 std::size_t PersistentPool::trim() {
   const std::size_t top = trim_top();
-  return top + trim_holes();
+  const std::size_t holes = trim_holes();
+  // What was used since is forgotten: a loan may start right past the live bytes again.
+  high_water_ = 0;
+  for (std::uint32_t b = top_; b != kNone; b = blocks_[b].prev_phys) {
+    if (!blocks_[b].free() && b != loan_block_) {
+      high_water_ = blocks_[b].offset + blocks_[b].size;
+      break;
+    }
+  }
+  return top + holes;
 }
 
 std::size_t PersistentPool::trim_top() {
@@ -164,6 +181,77 @@ std::size_t PersistentPool::size_of(const void* p) const {
   return blocks_[b].size;
 }
 
+std::optional<std::size_t> PersistentPool::lendable_from() const {
+  const std::uint64_t chunk = arena_.chunk_bytes();
+  std::uint64_t chunk_offset = 0;
+  std::uint64_t used = 0;  // the end of the pool's bytes, from the pool's base
+  if (loan_) {
+    // The pool's bytes in the loan's chunk end where a free block before the loan starts (if it
+    // starts inside the chunk), or at the loan.
+    chunk_offset = loan_->chunk_offset;
+    const std::uint32_t prev = blocks_[loan_block_].prev_phys;
+    used =
+        prev == kNone || !blocks_[prev].free() ? chunk_offset + loan_->from : blocks_[prev].offset;
+  } else {
+    if (top_ == kNone || !blocks_[top_].free()) return std::nullopt;
+    used = blocks_[top_].offset;  // the top block reaches end_
+    chunk_offset = used / chunk * chunk;
+  }
+  // Bytes used since the last trim() count as the pool's too. Past a loan's start, the pool
+  // grew elsewhere: what it used below the loan is not known, so the loan keeps its start.
+  if (high_water_ > used) {
+    used = loan_ && high_water_ > chunk_offset + loan_->from ? chunk_offset + loan_->from
+                                                             : high_water_;
+  }
+  if (used <= chunk_offset || used >= chunk_offset + chunk) return std::nullopt;
+  return used - chunk_offset;
+}
+
+PersistentPool::Loan PersistentPool::lend(std::size_t from) {
+  const std::uint64_t chunk = arena_.chunk_bytes();
+  const std::optional<std::size_t> lendable = lendable_from();
+  if (!lendable || from < *lendable || from >= chunk || from % kAlignment != 0) {
+    throw InvalidArgument(fmt::format(
+        "{}: cannot lend from offset {} of a chunk of {}: {}", arena_.name(), from,
+        pretty_bytes(chunk),
+        lendable ? fmt::format("the pool's bytes there end at {} and lent bytes start at a "
+                               "multiple of {}",
+                               *lendable, kAlignment)
+                 : std::string("no chunk is partly the pool's and free to its end")));
+  }
+  const std::uint64_t chunk_offset =
+      loan_ ? loan_->chunk_offset : blocks_[top_].offset / chunk * chunk;
+  end_loan();
+  loan_block_ = carve(block_containing(chunk_offset + from), chunk_offset + from, chunk - from);
+  loan_ = Loan{.chunk = arena_.chunk_at(chunk_offset), .chunk_offset = chunk_offset, .from = from};
+  logger().debug("{}: lent [{}, {}) of the chunk at offset {}", arena_.name(), from, chunk,
+                 chunk_offset);
+  return *loan_;
+}
+
+void PersistentPool::end_loan() {
+  if (!loan_) return;
+  make_free(loan_block_);
+  loan_.reset();
+  loan_block_ = kNone;
+}
+
+// Takes [offset, offset + size) out of the free block `b` that holds it: the bytes before and after
+// stay free blocks; the block returned is in no free list and not live.
+std::uint32_t PersistentPool::carve(std::uint32_t b, std::uint64_t offset, std::uint64_t size) {
+  free_.remove(blocks_, b);
+  if (offset > blocks_[b].offset) {
+    const std::uint64_t head = offset - blocks_[b].offset;
+    split(b, head, blocks_[b].size - head);  // files the rest as free: take it back out
+    const std::uint32_t rest = blocks_[b].next_phys;
+    free_.remove(blocks_, rest);
+    free_.insert(blocks_, b);
+    b = rest;
+  }
+  if (blocks_[b].size > size) split(b, size, blocks_[b].size - size);
+  return b;
+}
+
 PoolStats PersistentPool::stats() const {
   PoolStats s;
   s.live_allocations = live_count_;
@@ -171,7 +259,8 @@ PoolStats PersistentPool::stats() const {
   s.mapped_bytes = arena_.mapped_bytes();
   s.extent_bytes = end_;
   s.reserved_bytes = arena_.reserved_bytes();
-  s.free_bytes = s.mapped_bytes - allocated_;
+  s.lent_bytes = loan_ ? arena_.chunk_bytes() - loan_->from : 0;
+  s.free_bytes = s.mapped_bytes - allocated_ - s.lent_bytes;
   s.largest_free_block = free_.largest(blocks_);
   s.blocks = blocks_.in_use();
   return s;
@@ -203,6 +292,11 @@ void PersistentPool::throw_bad_pointer(const void* p) const {
         fmt::format("{}: pointer {} (offset {}) is in the pool's address range but "
                     "outside its mapped memory",
                     arena_.name(), p, offset));
+  if (b == loan_block_)
+    throw ForeignPointer(fmt::format(
+        "{}: pointer {} (offset {}) lies in bytes the pool lent to the planned arena (from "
+        "offset {} of the chunk at {}), not in an allocation of the pool",
+        arena_.name(), p, offset, loan_->from, loan_->chunk_offset));
   if (blocks_[b].free())
     throw DoubleFree(
         fmt::format("{}: pointer {} (offset {}) lies in free memory: freed twice (or never "
@@ -215,12 +309,14 @@ void PersistentPool::throw_bad_pointer(const void* p) const {
 }
 
 void PersistentPool::throw_oom(std::size_t requested, const std::string& cause) {
-  throw OutOfMemory(fmt::format(
-      "{}: out of memory: requested {}, mapped {}, reserved {}, free in pool {} "
-      "(largest block {}): {}",
-      arena_.name(), pretty_bytes(requested), pretty_bytes(arena_.mapped_bytes()),
-      pretty_bytes(arena_.reserved_bytes()), pretty_bytes(arena_.mapped_bytes() - allocated_),
-      pretty_bytes(free_.largest(blocks_)), cause));
+  throw OutOfMemory(
+      fmt::format("{}: out of memory: requested {}, mapped {}, reserved {}, free in pool {} "
+                  "(largest block {}): {}",
+                  arena_.name(), pretty_bytes(requested), pretty_bytes(arena_.mapped_bytes()),
+                  pretty_bytes(arena_.reserved_bytes()),
+                  pretty_bytes(arena_.mapped_bytes() - allocated_ -
+                               (loan_ ? arena_.chunk_bytes() - loan_->from : 0)),
+                  pretty_bytes(free_.largest(blocks_)), cause));
 }
 
 }  // namespace memplan::arena

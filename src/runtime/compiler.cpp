@@ -77,6 +77,8 @@ Compiler::Impl::Impl(arena::PhysicalBackend& backend_, CompilerOptions options_)
       pool(budget, arena::PoolOptions{.reserve_bytes = options.pool_reserve_bytes,
                                       .chunk_bytes = options.pool_chunk_bytes,
                                       .name = "persistent pool"}),
+      share_pool_chunk(options.share_pool_chunk &&
+                       arena.raw().chunk_bytes() == pool.arena().chunk_bytes()),
       lock(options.thread_safe),
       last_stream(no_stream_yet()) {}
 
@@ -91,6 +93,11 @@ Compiler::~Compiler() {
   if (!impl_->rogues.empty()) {
     logger().warn("compiler destroyed with {} live rogue(s) ({} B); their memory is unmapped",
                   impl_->stats.live_rogues, impl_->stats.live_rogue_bytes);
+  }
+  try {
+    impl_->end_loan();  // the arena lets the pool's chunk go before the pool unmaps it
+  } catch (const std::exception& e) {
+    logger().error("compiler destroyed: returning the pool's chunk: {}", e.what());
   }
 }
 
@@ -262,6 +269,7 @@ void Compiler::release() {
   }
   // An output of a finished step still live in the plans (period two) keeps its chunks.
   impl_->arena.raw().keep_only(impl_->live_ranges());
+  impl_->drop_unused_loan();
   impl_->plans_have_holes = false;  // the next step maps its tree's extent back at begin_step
   if (check_ != nullptr) check_->trim();
 }

@@ -108,9 +108,38 @@ struct Compiler::Impl {
   void make_rogue(void* p, Bytes offset, Bytes size, NodeId node, bool learn_site);
   [[nodiscard]] std::vector<tree::FixedRange> fixed_ranges_for_branch(NodeId last) const;
   void reserve_learned_sites();
+  // Pool blocks held as room for the learned sites' next buffers, given back at destruction.
+  struct HeldRoom {
+    arena::PersistentPool& pool;
+    std::vector<void*> blocks;
+    explicit HeldRoom(arena::PersistentPool& p) : pool(p) {}
+    HeldRoom(const HeldRoom&) = delete;
+    HeldRoom& operator=(const HeldRoom&) = delete;
+    ~HeldRoom() {
+      for (void* p : blocks) pool.deallocate(p);
+    }
+  };
+  void hold_learned_room(HeldRoom& room, bool grow);
   void note_learned_site_freed(NodeId node);
   void place_window() noexcept;
   void move_window();
+
+  // window_home.cpp: where the window goes, and the chunk the pool lends it
+  struct WindowPlace {
+    Bytes window = 0;   // the plans' offset 0
+    Bytes slot = 0;     // the whole chunk it starts in
+    bool lent = false;  // that slot maps the pool's lent chunk
+  };
+  [[nodiscard]] std::optional<Bytes> loan_start(Bytes need) const;
+  [[nodiscard]] bool loan_movable() const;
+  [[nodiscard]] std::optional<std::pair<Bytes, Bytes>> loan_left_behind() const;
+  [[nodiscard]] std::optional<WindowPlace> clear_place(Bytes need) const;
+  void take_place(const WindowPlace& to);
+  bool move_home(Bytes need);
+  void go_home(Bytes need, Bytes extent);
+  void go_home_if_stale();
+  void end_loan();
+  void drop_unused_loan();
   [[nodiscard]] std::vector<arena::ByteRange> ranges_to_keep() const;
   [[nodiscard]] std::vector<arena::ByteRange> live_ranges() const;
   void free_outside_step(void* p);
@@ -170,6 +199,8 @@ struct Compiler::Impl {
   mutable std::uint64_t budget_refusals_seen = 0;  // budget.refusals() at the last OutOfMemory
   PlannedArena arena;
   arena::PersistentPool pool;
+  // options.share_pool_chunk, and the two chunk sizes are equal (a pool chunk fits a slot).
+  bool share_pool_chunk;
   mutable CompilerLock lock;
 
   std::map<std::string, std::unique_ptr<StepTree>, std::less<>> trees;
@@ -202,6 +233,13 @@ struct Compiler::Impl {
   // maps each planned range as it serves it (map_as_served) instead of its tree's whole extent at
   // begin_step, so that a step of a branch a graph holds makes no backend call.
   bool plans_have_holes = false;
+  // The window may have a better home than where it is: the last rogue died, or a loan ended
+  // (window_home.cpp): the begin_step of a step never seen sends it there.
+  bool home_stale = false;
+  Bytes loan_slot = 0;  // the arena slot (a whole chunk) that maps the pool's lent chunk
+  // The largest alignment a step's buffer in the arena asked: plans' offsets are aligned from the
+  // window, so the window's start must be too (a loan's start is rounded up to it).
+  Bytes plan_alignment = 1;
   bool map_as_served = false;  // the running step's, chosen at its begin_step
 
   Stats stats;

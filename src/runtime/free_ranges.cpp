@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <vector>
 
 #include "memplan/error.hpp"
 
@@ -43,10 +44,24 @@ void FreeRanges::occupy(Bytes offset, Bytes size) {
   take(it->first, it->second, offset, size);
 }
 
-std::optional<Bytes> FreeRanges::allocate(Bytes size, Bytes alignment) {
+void FreeRanges::occupy_free_parts(Bytes offset, Bytes size) {
+  const Bytes end = offset + size;
+  std::vector<std::pair<Bytes, Bytes>> parts;
+  auto it = by_offset_.upper_bound(offset);
+  if (it != by_offset_.begin()) --it;
+  for (; it != by_offset_.end() && it->first < end; ++it) {
+    const Bytes start = std::max(it->first, offset);
+    const Bytes stop = std::min(it->first + it->second, end);
+    if (start < stop) parts.emplace_back(start, stop - start);
+  }
+  for (const auto& [start, bytes] : parts) occupy(start, bytes);
+}
+
+std::optional<Bytes> FreeRanges::allocate(Bytes size, Bytes alignment, Bytes origin) {
+  const Bytes phase = origin % alignment;  // offsets count from an address `origin` past aligned
   for (auto it = by_size_.lower_bound({size, 0}); it != by_size_.end(); ++it) {
     const auto [range_size, range_offset] = *it;
-    const Bytes start = align_up(range_offset, alignment);
+    const Bytes start = align_up(range_offset + phase, alignment) - phase;
     if (start + size <= range_offset + range_size) {
       take(range_offset, range_size, start, size);
       return start;

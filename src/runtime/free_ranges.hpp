@@ -19,9 +19,12 @@ class FreeRanges {
 
   // Marks [offset, offset + size) as taken; it must lie in one free range (InvalidState if not).
   void occupy(Bytes offset, Bytes size);
+  // Marks the free parts of [offset, offset + size) as taken, whatever else is taken there.
+  void occupy_free_parts(Bytes offset, Bytes size);
   // The best-fitting free range that holds `size` bytes at `alignment`; ties go to the lowest
-  // offset. nullopt when none does.
-  [[nodiscard]] std::optional<Bytes> allocate(Bytes size, Bytes alignment);
+  // offset. nullopt when none does. Offsets count from `origin` (the plans' window, which may
+  // start inside a chunk): origin + offset is aligned.
+  [[nodiscard]] std::optional<Bytes> allocate(Bytes size, Bytes alignment, Bytes origin = 0);
   // Gives back what occupy() or allocate() took, merging with free neighbours.
   void release(Bytes offset, Bytes size);
 

@@ -33,9 +33,12 @@ class Recording {
   void hold(void* p, const Instance& instance);
   // Bytes something else holds (a rogue): taken for the whole recording.
   void hold_range(Bytes offset, Bytes size) { free_ranges_->occupy(offset, size); }
-  // The best-fitting free offset for `size` bytes at `alignment`, taken; nullopt when none.
-  [[nodiscard]] std::optional<Bytes> place(Bytes size, Bytes alignment) {
-    return free_ranges_->allocate(size, alignment);
+  // The same where part of the range may be held already.
+  void hold_free_parts(Bytes offset, Bytes size) { free_ranges_->occupy_free_parts(offset, size); }
+  // The best-fitting free offset for `size` bytes at `alignment` from the window at `window`,
+  // taken; nullopt when none.
+  [[nodiscard]] std::optional<Bytes> place(Bytes size, Bytes alignment, Bytes window) {
+    return free_ranges_->allocate(size, alignment, window);
   }
   // Gives back what place() took when the buffer could not be served after all.
   void unplace(Bytes offset, Bytes size) { free_ranges_->release(offset, size); }

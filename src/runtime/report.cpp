@@ -92,6 +92,7 @@ Stats Compiler::Impl::snapshot() const {
   s.reserved_bytes = arena.raw().reserved_bytes();
   const arena::PoolStats pool_stats = pool.stats();
   s.pool_mapped_bytes = pool_stats.mapped_bytes;
+  s.pool_lent_bytes = pool_stats.lent_bytes;
   s.pool_live_bytes = pool_stats.allocated_bytes;
   s.arena_live_bytes =
       live_bytes.step_bytes() + live_bytes.carried_bytes() + stats.live_rogue_bytes;
@@ -246,9 +247,10 @@ std::string Compiler::Impl::report() const {
       "  allocations: {} replayed, {} recorded, {} paused, {} at learned rogue sites; {} frees "
       "out of order\n"
       "  rogues: {} ({}) found, {} ({}) live, {} sites learned ({} forgotten); plans moved "
-      "clear of them {} times\n"
+      "{} times\n"
       "  planned peak: {} (lower bound {})\n"
-      "  arena: {} mapped of {} reserved; pool: {} allocated, {} mapped\n"
+      "  arena: {} mapped of {} reserved; pool: {} allocated, {} mapped, {} lent to the "
+      "plans\n"
       "  backend calls: {} memory calls, {} in all\n",
       s.steps_recorded, s.steps_replayed, s.steps_aborted, s.steps_dynamic, s.breaks,
       s.breaks_by_reason[0], s.breaks_by_reason[1], s.breaks_by_reason[2], s.branches,
@@ -257,7 +259,8 @@ std::string Compiler::Impl::report() const {
       s.live_rogues, human(s.live_rogue_bytes), s.learned_rogue_sites, s.forgotten_rogue_sites,
       s.window_moves, human(s.planned_peak_bytes), human(s.lower_bound_bytes),
       human(s.mapped_bytes), human(s.reserved_bytes), human(s.pool_live_bytes),
-      human(s.pool_mapped_bytes), s.backend_calls.memory_calls(), s.backend_calls.total());
+      human(s.pool_mapped_bytes), human(s.pool_lent_bytes), s.backend_calls.memory_calls(),
+      s.backend_calls.total());
   out += fmt::format(
       "  live: {} now ({} arena, {} pool); peak {} ({} arena, {} pool, {} rogues at most)\n"
       "  mapped: {} now, {} at most\n",

@@ -19,9 +19,13 @@ std::optional<Rogue> RogueSet::take(void* p) {
   return rogue;
 }
 
-std::optional<Bytes> RogueSet::clear_window(Bytes need, Bytes chunk, Bytes reserved) const {
-  std::vector<std::pair<Bytes, Bytes>> held;  // the rogues' chunks: [start, end), ascending
-  occupied_.for_each([&](Bytes offset, Bytes size) {
+namespace {
+
+// The rogues' chunks, [start, end) and ascending, touching runs merged.
+template <class Ranges>
+std::vector<std::pair<Bytes, Bytes>> held_chunks(const Ranges& occupied, Bytes chunk) {
+  std::vector<std::pair<Bytes, Bytes>> held;
+  occupied.for_each([&](Bytes offset, Bytes size) {
     const Bytes start = offset / chunk * chunk;
     const Bytes end = align_up(offset + size, chunk);
     if (!held.empty() && held.back().second >= start) {
@@ -30,18 +34,34 @@ std::optional<Bytes> RogueSet::clear_window(Bytes need, Bytes chunk, Bytes reser
       held.emplace_back(start, end);
     }
   });
-  const auto clear = [&](Bytes at) {
-    return std::none_of(held.begin(), held.end(), [&](const auto& h) {
-      return need > 0 && h.first < at + need && at < h.second;
-    });
-  };
-  if (clear(window_)) return window_;
-  std::optional<Bytes> to;
-  if (clear(0)) to = 0;
-  for (std::size_t i = 0; !to && i < held.size(); ++i) {
-    if (clear(held[i].second)) to = held[i].second;
+  return held;
+}
+
+bool clear_of(const std::vector<std::pair<Bytes, Bytes>>& held, Bytes at, Bytes bytes) {
+  return std::none_of(held.begin(), held.end(), [&](const auto& h) {
+    return bytes > 0 && h.first < at + bytes && at < h.second;
+  });
+}
+
+}  // namespace
+
+bool RogueSet::clear_of_chunks(Bytes offset, Bytes bytes, Bytes chunk) const {
+  return clear_of(held_chunks(occupied_, chunk), offset, bytes);
+}
+
+std::optional<Bytes> RogueSet::clear_chunk(Bytes bytes, Bytes chunk, Bytes reserved,
+                                           std::optional<std::pair<Bytes, Bytes>> also_held) const {
+  std::vector<std::pair<Bytes, Bytes>> held = held_chunks(occupied_, chunk);
+  if (also_held) {
+    held.push_back(*also_held);
+    std::sort(held.begin(), held.end());
   }
-  if (!to || *to + need > reserved) return std::nullopt;
+  std::optional<Bytes> to;
+  if (clear_of(held, 0, bytes)) to = 0;
+  for (std::size_t i = 0; !to && i < held.size(); ++i) {
+    if (clear_of(held, held[i].second, bytes)) to = held[i].second;
+  }
+  if (!to || *to + bytes > reserved) return std::nullopt;
   return to;
 }
 

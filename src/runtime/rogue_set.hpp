@@ -1,8 +1,9 @@
 // The rogues (allocations of finished steps still live) and the window they push the plans into.
 // A rogue keeps its bytes where they are; planned offset 0 is at base + window (a whole number of
-// chunks), and the window moves to addresses clear of every live rogue (clear_window), so plans
-// never work around one. When no window fits, the rogues stay in it and replay checks each planned
-// range against them (clear()). Offsets of rogues are from the arena's base: windows move.
+// chunks, or past the pool's bytes in the chunk the pool lends: window_home.cpp), and the window
+// moves to addresses clear of every live rogue (clear_chunk), so plans never work around one. When
+// no window fits, the rogues stay in it and replay checks each planned range against them
+// (clear()). Offsets of rogues are from the arena's base: windows move.
 #pragma once
 
 #include <cstdint>
@@ -53,9 +54,14 @@ class RogueSet {
     occupied_.for_each(f);
   }
 
-  // The lowest start, a whole number of `chunk`s, of `need` bytes clear of every rogue's chunks
-  // within `reserved` bytes: the window itself when it is clear. nullopt when none is.
-  [[nodiscard]] std::optional<Bytes> clear_window(Bytes need, Bytes chunk, Bytes reserved) const;
+  // Whether [offset, offset + bytes) shares no chunk with a rogue.
+  [[nodiscard]] bool clear_of_chunks(Bytes offset, Bytes bytes, Bytes chunk) const;
+  // The lowest whole-chunk start (0, or where a run of the rogues' chunks ends) of `bytes` bytes
+  // that share no chunk with a rogue nor with `also_held` (whole chunks), within `reserved`
+  // bytes; nullopt when there is none.
+  [[nodiscard]] std::optional<Bytes> clear_chunk(
+      Bytes bytes, Bytes chunk, Bytes reserved,
+      std::optional<std::pair<Bytes, Bytes>> also_held = std::nullopt) const;
 
  private:
   std::unordered_map<void*, Rogue> rogues_;

@@ -54,10 +54,11 @@ std::uint64_t Compiler::Impl::harvest_rogues(bool learn_sites) {
 }
 
 // Moves the window clear of every live rogue when one lies in it: to the lowest whole chunk from
-// which all plans fit between rogues. remap() lets the new window take the physical chunks the
-// old one leaves, so the move needs new memory only for the rogues' chunks. When no window fits
-// or the memory is not there, replay checks each range against the rogues instead (and breaks
-// where one is held), as plans made around them did before.
+// which all plans fit between rogues, past the pool's bytes in it when the pool can lend its chunk
+// there (window_home.cpp). With none live it goes home. remap() lets the new window take the
+// physical chunks the old one leaves, so the move needs new memory only for the rogues' chunks.
+// When no window fits or the memory is not there, replay checks each range against the rogues
+// instead (and breaks where one is held), as plans made around them did before.
 void Compiler::Impl::place_window() noexcept {
   try {
     move_window();
@@ -72,15 +73,23 @@ void Compiler::Impl::move_window() {
   // offsets are relative to the window).
   drop_carried();
   const Bytes need = plans_bytes();
+  const Bytes extent = cursor.running() ? tree().arena_bytes() : need;
+  if (rogues.empty()) return go_home(need, extent);
   // The window stays: mapped for this step's plans (the other steps' map at their begin_step);
   // `held_inside` when a rogue lies in it, which replay then checks for.
   const auto stay = [&](bool held_inside) {
     rogues.set_window(rogues.window(), held_inside);
-    arena.ensure_mapped(rogues.window(), cursor.running() ? tree().arena_bytes() : need);
+    arena.ensure_mapped(rogues.window(), extent);
   };
   const Bytes from = rogues.window();
-  const std::optional<Bytes> to = rogues.clear_window(need, arena.chunk(), arena.reserved());
-  if (to == from) return stay(false);
+  const std::optional<std::pair<Bytes, Bytes>> behind = loan_left_behind();
+  if (from % plan_alignment == 0 && rogues.clear_of_chunks(from, need, arena.chunk()) &&
+      (!behind || from + need <= behind->first || behind->second <= from)) {
+    return stay(false);
+  }
+  HeldRoom room(pool);  // the learned sites' room stays the pool's (window_home.cpp)
+  hold_learned_room(room, /*grow=*/false);
+  const std::optional<WindowPlace> to = clear_place(need);
   if (!to) {
     logger().warn(
         "no window of {} B clear of {} live rogue(s) in the arena's {} B; replay "
@@ -88,10 +97,11 @@ void Compiler::Impl::move_window() {
         need, stats.live_rogues, arena.reserved());
     return stay(true);
   }
-  rogues.set_window(*to, rogues.in_window());
   try {
+    take_place(*to);
     arena.raw().remap(ranges_to_keep());
   } catch (const Error& e) {
+    if (to->lent) end_loan();  // the loan's slot held no rogue (clear_place)
     rogues.set_window(from, rogues.in_window());
     logger().warn(
         "moving the plans clear of the rogues failed ({}); replay checks their ranges "
@@ -99,10 +109,11 @@ void Compiler::Impl::move_window() {
         e.what());
     return stay(true);
   }
-  rogues.set_window(*to, false);
   ++stats.window_moves;
-  logger().info("plans moved from arena offset {} to {}, clear of {} live rogue(s)", from, *to,
-                stats.live_rogues);
+  drop_unused_loan();
+  logger().info("plans moved from arena offset {} to {}, clear of {} live rogue(s){}", from,
+                to->window, stats.live_rogues,
+                to->lent ? " (past the pool's bytes in the chunk it lends)" : "");
 }
 
 // What must stay mapped: the plans' window and the rogues' bytes.
@@ -132,18 +143,25 @@ std::vector<arena::ByteRange> Compiler::Impl::live_ranges() const {
 void Compiler::Impl::reserve_learned_sites() {
   if (!pool_room_stale) return;
   pool_room_stale = false;
-  std::vector<void*> room;
-  room.reserve(learned_sites.size());
+  HeldRoom room(pool);
+  hold_learned_room(room, /*grow=*/true);  // and give it back at once
+}
+
+// The room of every learned site's next buffer, allocated from the pool until `room` goes; only
+// from the free blocks there are unless `grow`.
+void Compiler::Impl::hold_learned_room(HeldRoom& room, bool grow) {
+  room.blocks.reserve(learned_sites.size());
   try {
     learned_sites.for_each_missing_room([&](const tree::AllocKey& key, std::uint32_t count) {
       for (std::uint32_t i = 0; i < count; ++i) {
-        room.push_back(pool.allocate(to_size(key.size), to_size(key.alignment)));
+        void* p = grow ? pool.allocate(to_size(key.size), to_size(key.alignment))
+                       : pool.allocate_if_free(to_size(key.size), to_size(key.alignment));
+        if (p != nullptr) room.blocks.push_back(p);
       }
     });
   } catch (const Error& e) {
     logger().warn("reserving pool room for learned sites failed: {}", e.what());
   }
-  for (void* p : room) pool.deallocate(p);
 }
 
 // A learned site whose buffer was freed inside its step 8 steps in a row has stopped being a
@@ -209,6 +227,7 @@ void Compiler::Impl::free_outside_step(void* p) {
   if (const std::optional<Rogue> rogue = rogues.take(p)) {
     --stats.live_rogues;
     stats.live_rogue_bytes -= static_cast<std::uint64_t>(rogue->size);
+    if (rogues.empty()) home_stale = true;
     learned_sites.freed(p, running, depth);
     return;
   }

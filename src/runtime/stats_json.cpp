@@ -58,6 +58,7 @@ std::string to_json(const Stats& s) {
   o.field("lower_bound_bytes", s.lower_bound_bytes);
   o.field("mapped_bytes", s.mapped_bytes);
   o.field("reserved_bytes", s.reserved_bytes);
+  o.field("pool_lent_bytes", s.pool_lent_bytes);
   o.field("pool_mapped_bytes", s.pool_mapped_bytes);
   o.field("pool_live_bytes", s.pool_live_bytes);
   o.field("arena_live_bytes", s.arena_live_bytes);

@@ -33,6 +33,7 @@ void Compiler::Impl::begin_step(std::string_view name) {
   const std::uint8_t parity = settle_carried(g);
   learned_sites.step_begins(&g);
   plan_period_two_output(g);
+  if (g.tree.branch_count() == 0) go_home_if_stale();
   // A no-op once mapped; maps back after release(), or as it serves after trim_to (trim_to.cpp).
   // Throws before the step starts.
   choose_mapping(g);
@@ -211,17 +212,26 @@ void Compiler::Impl::start_recording() {
     recording.hold(p, Instance{n, offset_of(node), node.key.size});
   }
   for (const auto& [p, output] : carried.all()) recording.hold_range(output.offset, output.size);
-  rogues.for_each_range([&](Bytes offset, Bytes size) {
+  const auto hold = [&](Bytes offset, Bytes size) {
     const Bytes start = std::max(offset, window);
     if (start < offset + size) recording.hold_range(start - window, offset + size - start);
-  });
+  };
+  rogues.for_each_range(hold);
+  // The slot of a loan the window left behind holds the pool's bytes (window_home.cpp), and
+  // maybe rogues.
+  if (const auto behind = loan_left_behind()) {
+    const Bytes start = std::max(behind->first, window);
+    if (start < behind->second) recording.hold_free_parts(start - window, behind->second - start);
+  }
 }
 
 void* Compiler::Impl::record_allocate(const tree::AllocKey& key, std::string_view tag) {
   if (!tag.empty()) tag_names.try_emplace(key.tag, tag);
   // Learning is by site (a node of the tree), never by tag: a tag shared by many allocations
   // would send all of them to the pool when one of them outlived its step once.
-  const auto offset = recording.place(key.size, key.alignment);
+  // A plan's offsets are aligned from its window; the window keeps the largest alignment asked.
+  plan_alignment = std::max(plan_alignment, key.alignment);
+  const auto offset = recording.place(key.size, key.alignment, rogues.window());
   if (!offset) {
     throw OutOfMemory(fmt::format(
         "allocate {} B (step '{}'): no free range in the arena's {} reserved bytes while "
@@ -333,6 +343,7 @@ tree::BranchId Compiler::Impl::plan_recorded_branch() {
 void Compiler::Impl::trim_arena() {
   const std::vector<arena::ByteRange> keep = ranges_to_keep();
   arena.raw().keep_only(keep);
+  drop_unused_loan();
 }
 
 void Compiler::Impl::abort_step() noexcept {

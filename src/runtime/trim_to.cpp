@@ -50,6 +50,7 @@ void Compiler::Impl::trim_to(std::span<const BranchRef> held) {
   // used) unless an earlier trim_to held others; then the chunks it lacks are mapped here, on the
   // physical chunks of those that go where there are (Arena::remap).
   arena.raw().remap(coalesced(std::move(keep), arena.raw().chunk_bytes()));
+  drop_unused_loan();
   plans_have_holes =
       !arena.raw().mapped_throughout(to_size(rogues.window()), to_size(plans_bytes()));
   logger().info("trim_to {} branch(es): {} B of the planned arena mapped, {} B before", held.size(),

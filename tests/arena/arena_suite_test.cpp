@@ -335,6 +335,79 @@ TEST_P(ArenaSuite, BackendOutOfMemoryRollsBackAndLeavesArenaUsable) {
   EXPECT_EQ(env().read(arena.base(), a.size()), a);
 }
 
+// A slot that borrows another arena's chunk maps that chunk (the two alias), counts none of it
+// as its own, never hands it to another slot and never releases it; the owner's bytes outlive
+// every unmapping on the borrowing side.
+TEST_P(ArenaSuite, ABorrowedChunkAliasesItsOwnersAndIsNeverReleasedOrReused) {
+  Arena owner(backend(), 4 * chunk_, ArenaOptions{chunk_, "owner"});
+  owner.ensure_mapped(chunk_);
+  const auto owners = pattern(256, 20);
+  env().write(at(owner, 0), owners);
+  {
+    Arena arena(backend(), 8 * chunk_, ArenaOptions{chunk_, "t"});
+    arena.ensure_mapped(2 * chunk_);  // slot 0 has a chunk of its own: borrow() swaps it
+    const CallCounts before = backend().calls();
+    arena.borrow(0, owner.chunk_at(0));
+    const CallCounts d = backend().calls() - before;
+    EXPECT_EQ(d[Call::ReleaseChunk], 1u);  // its own chunk went
+    EXPECT_EQ(d[Call::CreateChunk], 0u);
+    EXPECT_TRUE(arena.borrows(chunk_ / 2));
+    EXPECT_EQ(arena.mapped_chunks(), 2u);
+    EXPECT_EQ(arena.mapped_bytes(), chunk_);  // slot 1 only: slot 0 is the owner's
+    EXPECT_EQ(env().read(at(arena, 0), owners.size()), owners);
+    const auto mine = pattern(256, 21);
+    env().write(at(arena, chunk_ - 256), mine);  // the borrower's end of the chunk
+    EXPECT_EQ(env().read(at(owner, chunk_ - 256), mine.size()), mine);
+
+    // A remap that needs a chunk for slot 5 and leaves slots 0 and 1 takes slot 1's, never the
+    // borrowed one; the borrowed slot is unmapped without a release.
+    const CallCounts before_move = backend().calls();
+    const ByteRange keep{5 * chunk_, chunk_};
+    arena.remap({&keep, 1});
+    const CallCounts moved = backend().calls() - before_move;
+    EXPECT_EQ(moved[Call::CreateChunk], 0u);
+    EXPECT_EQ(moved[Call::ReleaseChunk], 0u);  // slot 1's chunk moved; the borrowed one stays
+    EXPECT_FALSE(arena.is_mapped(0));
+    EXPECT_EQ(arena.mapped_bytes(), chunk_);
+    EXPECT_EQ(env().read(at(owner, 0), owners.size()), owners);
+
+    // Mapped again, the slot maps the borrowed chunk, not a fresh one.
+    const CallCounts before_back = backend().calls();
+    arena.ensure_mapped(0, 64);
+    EXPECT_EQ((backend().calls() - before_back)[Call::CreateChunk], 0u);
+    EXPECT_EQ(env().read(at(arena, chunk_ - 256), mine.size()), mine);
+    EXPECT_THROW(arena.borrow(0, owner.chunk_at(0)), InvalidState);  // one loan per slot
+  }  // destruction unmaps the borrowed slot without releasing it
+  EXPECT_EQ(env().read(at(owner, 0), owners.size()), owners);
+  EXPECT_EQ(owner.mapped_bytes(), chunk_);
+}
+
+TEST_P(ArenaSuite, EndBorrowUnmapsWithoutReleaseAndTheSlotGetsAChunkOfItsOwnAgain) {
+  Arena owner(backend(), 4 * chunk_, ArenaOptions{chunk_, "owner"});
+  owner.ensure_mapped(chunk_);
+  const auto owners = pattern(512, 22);
+  env().write(at(owner, 0), owners);
+  Arena arena(backend(), 4 * chunk_, ArenaOptions{chunk_, "t"});
+  arena.borrow(0, owner.chunk_at(0));  // not mapped yet: nothing happens now
+  EXPECT_EQ(arena.mapped_chunks(), 0u);
+  arena.ensure_mapped(2 * chunk_);
+  EXPECT_EQ(arena.mapped_bytes(), chunk_);
+  const CallCounts before = backend().calls();
+  arena.end_borrow(0);
+  const CallCounts d = backend().calls() - before;
+  EXPECT_EQ(d[Call::Unmap], 1u);
+  EXPECT_EQ(d[Call::ReleaseChunk], 0u);
+  EXPECT_FALSE(arena.borrows(0));
+  EXPECT_FALSE(arena.is_mapped(0));
+  arena.end_borrow(0);  // no loan there: a no-op
+  arena.ensure_mapped(chunk_);
+  EXPECT_EQ(arena.mapped_bytes(), 2 * chunk_);  // a fresh chunk of its own
+  env().fill(at(arena, 0), 512, 0xAB);
+  EXPECT_EQ(env().read(at(owner, 0), owners.size()), owners);
+  EXPECT_THROW((void)arena.chunk_at(3 * chunk_), InvalidArgument);
+  EXPECT_THROW(arena.borrow(4 * chunk_, owner.chunk_at(0)), InvalidArgument);
+}
+
 TEST_P(ArenaSuite, DestructionUnmapsAndFreesEverything) {
   const CallCounts before = backend().calls();
   {

@@ -195,6 +195,102 @@ TEST_P(PoolSuite, OutOfMemoryNamesTheNumbersAndLeavesThePoolUsable) {
   EXPECT_EQ(pool.stats().blocks, 1u);
 }
 
+// The free tail of the pool's partly used top chunk can be lent: the pool allocates around it
+// (never into it), counts it apart, keeps its chunk through trims, names it in pointer errors, and
+// takes it back as free memory.
+TEST_P(PoolSuite, ALoanIsTheTailOfThePartlyUsedTopChunkAndThePoolNeverAllocatesIntoIt) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
+  EXPECT_EQ(pool.lendable_from(), std::nullopt);         // nothing mapped
+  void* weights = pool.allocate(3 * chunk_ / 2 + 1000);  // ends inside the second chunk
+  const std::size_t used = chunk_ / 2 + 1024;            // of the top chunk, rounded to 256
+  ASSERT_EQ(pool.lendable_from(), used);
+  EXPECT_THROW((void)pool.lend(used - 256), InvalidArgument);  // below the pool's bytes
+  EXPECT_THROW((void)pool.lend(used + 1), InvalidArgument);    // not a multiple of 256
+  EXPECT_THROW((void)pool.lend(chunk_), InvalidArgument);      // nothing left to lend
+
+  const std::size_t from = used + 512;
+  const PersistentPool::Loan loan = pool.lend(from);
+  EXPECT_EQ(loan.chunk_offset, chunk_);
+  EXPECT_EQ(loan.from, from);
+  EXPECT_EQ(loan.chunk, pool.arena().chunk_at(chunk_));
+  ASSERT_TRUE(pool.loan().has_value());
+  PoolStats st = pool.stats();
+  EXPECT_EQ(st.lent_bytes, chunk_ - from);
+  EXPECT_EQ(st.free_bytes, 512u);
+  EXPECT_EQ(st.allocated_bytes, 3 * chunk_ / 2 + 1024);
+
+  // Allocations take the 512 bytes before the loan, then grow past it: none touches lent bytes.
+  const std::uintptr_t lent_start = addr(pool.arena().base()) + chunk_ + from;
+  const std::uintptr_t lent_end = addr(pool.arena().base()) + 2 * chunk_;
+  std::vector<void*> more;
+  for (int i = 0; i < 40; ++i) {
+    void* p = pool.allocate(i % 3 == 0 ? 256 : chunk_ / 4);
+    const std::uintptr_t a = addr(p);
+    EXPECT_TRUE(a + pool.size_of(p) <= lent_start || a >= lent_end) << "allocation " << i;
+    more.push_back(p);
+  }
+  EXPECT_EQ(pool.lendable_from(), from);  // the loan's chunk: the pool's bytes end at the loan
+  try {
+    pool.deallocate(reinterpret_cast<void*>(lent_start));
+    ADD_FAILURE() << "a lent address was freed";
+  } catch (const ForeignPointer& e) {
+    EXPECT_THAT(e.what(), HasSubstr("lent"));
+  }
+  for (void* p : more) pool.deallocate(p);
+  (void)pool.trim();  // the loan's chunk stays: the lent bytes are not free
+  EXPECT_TRUE(pool.arena().is_mapped(chunk_));
+  EXPECT_EQ(pool.stats().lent_bytes, chunk_ - from);
+
+  // Moved to start lower (the pool's bytes allow it): the same chunk.
+  const PersistentPool::Loan moved = pool.lend(used);
+  EXPECT_EQ(moved.chunk, loan.chunk);
+  EXPECT_EQ(pool.stats().lent_bytes, chunk_ - used);
+  pool.end_loan();
+  EXPECT_FALSE(pool.loan().has_value());
+  st = pool.stats();
+  EXPECT_EQ(st.lent_bytes, 0u);
+  EXPECT_EQ(st.free_bytes, st.mapped_bytes - st.allocated_bytes);
+  pool.deallocate(weights);
+  EXPECT_EQ(pool.stats().blocks, 1u);  // the lent bytes coalesced back with the rest
+  (void)pool.trim();
+  EXPECT_EQ(pool.arena().mapped_bytes(), 0u);
+}
+
+// Bytes the pool used since its last trim() are never lent, even once freed: a buffer made and
+// freed in every step keeps its room.
+TEST_P(PoolSuite, ALoanStartsAboveWhatThePoolUsedSinceItsLastTrim) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
+  void* weights = pool.allocate(chunk_ / 4);
+  void* scratch = pool.allocate(chunk_ / 4);
+  pool.deallocate(scratch);
+  EXPECT_EQ(pool.lendable_from(), chunk_ / 2);
+  (void)pool.trim();
+  EXPECT_EQ(pool.lendable_from(), chunk_ / 4);
+  const PersistentPool::Loan loan = pool.lend(chunk_ / 2);
+  void* again = pool.allocate(chunk_ / 8);  // below the loan
+  EXPECT_LT(addr(again) + chunk_ / 8, addr(pool.arena().base()) + loan.from + 1);
+  pool.deallocate(again);
+  pool.end_loan();
+  pool.deallocate(weights);
+}
+
+TEST_P(PoolSuite, NothingIsLendableFromAWholeChunkOrAFullOne) {
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
+  void* full = pool.allocate(chunk_);  // the top chunk is all the pool's
+  EXPECT_EQ(pool.lendable_from(), std::nullopt);
+  void* more = pool.allocate(256);
+  EXPECT_EQ(pool.lendable_from(), 256u);
+  const PersistentPool::Loan loan = pool.lend(chunk_ / 2);
+  pool.deallocate(more);                  // the loan's chunk now holds no byte of the pool...
+  EXPECT_EQ(pool.lendable_from(), 256u);  // ...but the pool used 256 there since its last trim
+  (void)pool.trim();
+  EXPECT_EQ(pool.lendable_from(), std::nullopt);
+  EXPECT_EQ(loan.chunk_offset, chunk_);
+  pool.end_loan();
+  pool.deallocate(full);
+  EXPECT_EQ(pool.stats().blocks, 1u);
+}
+
 // Random sizes and alignments, random frees, growth and trims, against a shadow map of live
 // ranges (each as large as size_of): no two live allocations overlap, each is aligned as asked
 // (alignment 0: plain allocate(bytes), 256) inside the mapped range, its bytes survive, and the

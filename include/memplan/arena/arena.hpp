@@ -9,6 +9,11 @@
 // Unmapping is stream-safe: it first waits for the streams registered with add_user(), one fence
 // each. ensure_mapped() on a range mapped by the last growth makes no backend call at all.
 //
+// A slot may borrow a chunk of another arena (borrow()): the persistent pool lends the planned
+// arena the chunk its last bytes live in, so that the two do not each round up to a whole chunk.
+// Such a slot maps the borrowed chunk whenever it is mapped, never releases it and never gives it
+// to another slot; mapped_bytes() counts only the arena's own chunks.
+//
 // Thread safety: none inside; an arena belongs to one owner (the runtime's step thread) and is
 // externally synchronised. The backend it uses may be shared.
 #pragma once
@@ -86,6 +91,20 @@ class Arena {
   // Unmaps all physical memory; the addresses stay reserved.
   void release() { keep_only({}); }
 
+  // The physical chunk mapped at the slot holding `offset` (InvalidArgument when none is).
+  ChunkHandle chunk_at(std::size_t offset) const;
+  // From now on the slot holding `offset` maps `chunk`, a chunk of another arena of the same chunk
+  // size, whenever it is mapped: at once if it is mapped now (its own chunk goes, after waiting
+  // for the users), else at the next ensure_mapped() or remap() that wants it. The owner must
+  // keep `chunk` mapped (so alive) until end_borrow(); which bytes of it are whose is the
+  // callers' business. One chunk per slot: a slot that borrows already throws InvalidState.
+  void borrow(std::size_t offset, ChunkHandle chunk);
+  // Unmaps the slot holding `offset` if it is mapped (after waiting for the users; the chunk is
+  // not released) and stops borrowing there. No-op for a slot that does not borrow.
+  void end_borrow(std::size_t offset);
+  // Whether the slot holding `offset` borrows a chunk.
+  bool borrows(std::size_t offset) const noexcept { return borrowed_.contains(offset / chunk_); }
+
   // Streams whose queued work may touch this arena; unmapping waits for them.
   void add_user(StreamRef stream) { users_.add(stream); }
   void remove_user(StreamRef stream) { users_.remove(stream); }
@@ -100,9 +119,11 @@ class Arena {
     const auto b = reinterpret_cast<std::uintptr_t>(base_);
     return a >= b && a - b < reserved_;
   }
+  // The arena's own physical memory mapped: borrowed chunks are their owner's.
   std::size_t mapped_bytes() const noexcept { return mapped_; }
   std::size_t reserved_bytes() const noexcept { return reserved_; }
   std::size_t chunk_bytes() const noexcept { return chunk_; }
+  // Mapped slots, borrowed ones included.
   std::size_t mapped_chunks() const noexcept { return slots_.size(); }
   // Whether the chunk holding `offset` is mapped.
   bool is_mapped(std::size_t offset) const noexcept { return slots_.contains(offset / chunk_); }
@@ -119,6 +140,7 @@ class Arena {
   void map_slots(std::span<const ByteRange> ranges, bool reuse_others);
   void unmap_slots(const std::vector<std::size_t>& slots);
   void rollback(const std::vector<std::size_t>& slots) noexcept;
+  void count_mapped() noexcept;
   [[noreturn]] void throw_oom(std::size_t requested, const char* why);
 
   PhysicalBackend& backend_;
@@ -129,7 +151,8 @@ class Arena {
   std::size_t reserved_ = 0;
   std::size_t mapped_ = 0;
   std::map<std::size_t, ChunkHandle> slots_;       // slot i (at base + i * chunk) -> its chunk
-  std::unordered_map<ChunkHandle, int> mappings_;  // how many slots map each chunk
+  std::unordered_map<ChunkHandle, int> mappings_;  // how many slots map each own chunk
+  std::map<std::size_t, ChunkHandle> borrowed_;    // slot -> another arena's chunk (borrow())
   ByteRange covered_;  // mapped by the last growth: ensure_mapped inside it is a no-op
 };
 

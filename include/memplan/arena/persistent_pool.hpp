@@ -10,6 +10,10 @@
 // padding and give the padding in front back as a free block of its own, so it is reused and
 // coalesces like any other.
 //
+// The pool may lend the free tail of a chunk it partly uses (lend()): the planned arena maps that
+// chunk as its first and starts its plans past the pool's bytes, so that the two do not each pad a
+// chunk of their own. The lent bytes are a block of their own, neither free nor live.
+//
 // allocate()/deallocate() below are the hot path: inline, no backend call, no system allocation
 // in the steady state. Growth, errors, statistics and alignments above 256 are out of line.
 //
@@ -22,8 +26,10 @@
 #include "memplan/arena/detail/free_lists.hpp"
 #include "memplan/arena/detail/live_table.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace memplan::arena {
@@ -37,7 +43,8 @@ struct PoolOptions {
 struct PoolStats {
   std::size_t live_allocations = 0;
   std::size_t allocated_bytes = 0;  // sum of live sizes, each rounded up to 256
-  std::size_t free_bytes = 0;       // mapped but not allocated
+  std::size_t free_bytes = 0;       // mapped, neither allocated nor lent
+  std::size_t lent_bytes = 0;       // lent to another arena (lend())
   std::size_t largest_free_block = 0;
   std::size_t mapped_bytes = 0;
   std::size_t extent_bytes = 0;  // the blocks' span from the base: mapped chunks and holes
@@ -83,6 +90,10 @@ class PersistentPool {
     return allocate_aligned(bytes, alignment);
   }
 
+  // allocate(bytes, alignment) when a free block holds it, so that the pool does not grow;
+  // nullptr otherwise.
+  void* allocate_if_free(std::size_t bytes, std::size_t alignment);
+
   // Frees what allocate() returned; nullptr is ignored. A pointer not from this pool throws
   // ForeignPointer, one already freed DoubleFree.
   void deallocate(void* p) {
@@ -105,6 +116,27 @@ class PersistentPool {
   // blocks below (holes, mapped again when an allocation needs them); returns the bytes unmapped.
   std::size_t trim();
 
+  // The bytes [from, chunk_bytes) of one chunk lent out: `chunk` is its physical chunk, mapped
+  // at `chunk_offset` in the pool.
+  struct Loan {
+    ChunkHandle chunk = 0;
+    std::size_t chunk_offset = 0;
+    std::size_t from = 0;
+  };
+  // Where in its chunk a loan could start: the pool's bytes there, and those it used since the
+  // last trim(), end at this offset (a multiple of 256, above 0) and the rest of the chunk is free.
+  // The chunk is the current loan's (as if it were returned) when one is out, else the top chunk;
+  // nullopt when that chunk holds no pool byte, or is all the pool's, or a free block in it does
+  // not reach its end.
+  std::optional<std::size_t> lendable_from() const;
+  // Lends [from, chunk_bytes) of that chunk (from: a multiple of 256, at or above
+  // lendable_from(); else InvalidArgument). With a loan out, it moves to start at `from`: the
+  // same chunk. The pool never allocates from lent bytes.
+  Loan lend(std::size_t from);
+  // Takes the lent bytes back as free memory; no-op without a loan.
+  void end_loan();
+  const std::optional<Loan>& loan() const noexcept { return loan_; }
+
   PoolStats stats() const;
   // Bytes of the live allocations (each rounded up to 256), without the rest of stats().
   std::size_t allocated_bytes() const noexcept { return allocated_; }
@@ -120,6 +152,7 @@ class PersistentPool {
     live_.insert(offset, b);
     ++live_count_;
     allocated_ += size;
+    high_water_ = std::max(high_water_, offset + size);
     return reinterpret_cast<void*>(base_ + offset);
   }
 
@@ -143,6 +176,11 @@ class PersistentPool {
   void give_back(std::uint32_t b) {
     --live_count_;
     allocated_ -= blocks_[b].size;
+    make_free(b);
+  }
+
+  // Coalesces block `b`, in no free list, with its free neighbours and files the result.
+  void make_free(std::uint32_t b) {
     const std::uint32_t next = blocks_[b].next_phys;
     if (next != detail::kNone && blocks_[next].free()) absorb_next(b, next);
     const std::uint32_t prev = blocks_[b].prev_phys;
@@ -177,6 +215,7 @@ class PersistentPool {
   [[noreturn]] void throw_bad_pointer(const void* p) const;
   [[noreturn]] void throw_oom(std::size_t requested, const std::string& cause);
   std::uint32_t block_containing(std::uint64_t offset) const noexcept;
+  std::uint32_t carve(std::uint32_t b, std::uint64_t offset, std::uint64_t size);
 
   Arena arena_;
   std::uintptr_t base_ = 0;
@@ -188,6 +227,11 @@ class PersistentPool {
       0;  // where the top block ends: a whole number of chunks, all mapped but holes
   std::size_t live_count_ = 0;
   std::size_t allocated_ = 0;
+  std::optional<Loan> loan_;
+  std::uint32_t loan_block_ = detail::kNone;
+  // The end of the highest allocation since the last trim(): a loan starts above it, so that room
+  // the pool's callers use now and then (a pause buffer in every step) is never lent away.
+  std::uint64_t high_water_ = 0;
 };
 
 }  // namespace memplan::arena

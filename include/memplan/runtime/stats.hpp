@@ -51,7 +51,7 @@ struct Stats {
   std::uint64_t live_rogue_bytes = 0;
   std::uint64_t learned_rogue_sites = 0;
   std::uint64_t forgotten_rogue_sites = 0;  // learned, then freed in their step 8+ steps in a row
-  std::uint64_t window_moves = 0;           // plans moved to addresses clear of live rogues
+  std::uint64_t window_moves = 0;  // plans moved: clear of live rogues, or onto the pool's chunk
   // Step outputs kept until the next step's exists, planned in the arena by period-two placement
   // (two plans of their branch that alternate; docs/compiler.md): sites planned so, sites that
   // fell back to the pool (the caller broke the habit), outputs left in the plans at a step's end
@@ -65,9 +65,12 @@ struct Stats {
   std::uint64_t planned_peak_bytes = 0;  // the largest plan of any branch
   std::uint64_t lower_bound_bytes = 0;   // that branch's lower bound
   std::uint64_t mapped_bytes = 0;        // physical memory mapped for planned buffers
-  std::uint64_t reserved_bytes = 0;      // virtual addresses reserved for them
-  std::uint64_t pool_mapped_bytes = 0;   // the persistent pool's physical memory
-  std::uint64_t pool_live_bytes = 0;     // the pool's live buffers, each rounded up to 256
+  // Bytes of a pool chunk that the plans use (share_pool_chunk): the pool's memory, counted in
+  // pool_mapped_bytes and not in mapped_bytes.
+  std::uint64_t pool_lent_bytes = 0;
+  std::uint64_t reserved_bytes = 0;     // virtual addresses reserved for them
+  std::uint64_t pool_mapped_bytes = 0;  // the persistent pool's physical memory
+  std::uint64_t pool_live_bytes = 0;    // the pool's live buffers, each rounded up to 256
 
   // Bytes live now and the most live at once since the compiler was made, exact (every
   // allocation and free counts, replayed ones included). The planned arena holds the running
