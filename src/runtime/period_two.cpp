@@ -57,8 +57,9 @@ void Compiler::Impl::plan_period_two_output(StepTree& g) {
   g.period_two_hold = candidate->hold_until;
   learned_sites.forget({&g, candidate->node});
   ++stats.period_two_outputs;
-  // The plans grew: the window must stay clear of the rogues above it too.
-  if (!rogues.empty()) place_window();
+  // The plans grew: the window must stay clear of the rogues above it too, and of the slot of a
+  // loan it left behind (window_home.cpp).
+  if (!rogues.empty() || loan_left_behind()) place_window();
   const tree::Branch& branch = g.tree.branch(0);
   if (static_cast<std::uint64_t>(branch.arena_bytes) > stats.planned_peak_bytes) {
     stats.planned_peak_bytes = static_cast<std::uint64_t>(branch.arena_bytes);

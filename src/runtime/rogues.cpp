@@ -74,13 +74,13 @@ void Compiler::Impl::move_window() {
   drop_carried();
   const Bytes need = plans_bytes();
   const Bytes extent = cursor.running() ? tree().arena_bytes() : need;
-  if (rogues.empty()) return go_home(need, extent);
   // The window stays: mapped for this step's plans (the other steps' map at their begin_step);
   // `held_inside` when a rogue lies in it, which replay then checks for.
   const auto stay = [&](bool held_inside) {
     rogues.set_window(rogues.window(), held_inside);
     arena.ensure_mapped(rogues.window(), extent);
   };
+  if (rogues.empty()) return share_pool_chunk ? go_home(need, extent) : stay(false);
   const Bytes from = rogues.window();
   const std::optional<std::pair<Bytes, Bytes>> behind = loan_left_behind();
   if (from % plan_alignment == 0 && rogues.clear_of_chunks(from, need, arena.chunk()) &&

@@ -8,7 +8,9 @@
 // window's start, so the start is kept low (which plans stay mapped is not known here: trim_to
 // keeps only those CUDA graphs hold), and a loan is taken when it saves the largest plan a chunk.
 //
-// With no rogue and no carried output live, the window goes home: the loan at slot 0, or offset 0
+// Opt-in (CompilerOptions::share_pool_chunk): without it the window stays where rogues left it,
+// at whole chunks, as it always did. With no rogue and no carried output live, the window goes
+// home: the loan at slot 0, or offset 0
 // without one. With rogues live it moves, when one lies in it, to the lowest whole chunk clear of
 // them, with the loan moved there when no rogue lives in the loan's slot. Moves happen only where
 // plans change anyway: at the end of a recording, at the start of a step never seen (it records)
@@ -132,7 +134,7 @@ void Compiler::Impl::go_home(Bytes need, Bytes extent) {
 // At the begin_step of a step never seen (it records, so backend calls are expected), before it
 // maps anything: home, if the last rogue died or a loan ended since the window last went home.
 void Compiler::Impl::go_home_if_stale() {
-  if (!home_stale || !rogues.empty() || !carried.empty()) return;
+  if (!share_pool_chunk || !home_stale || !rogues.empty() || !carried.empty()) return;
   try {
     const Bytes need = plans_bytes();
     // The plans stay mapped (on the chunks they leave) if they are now; the recording maps the

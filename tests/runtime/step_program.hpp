@@ -72,6 +72,9 @@ class BasicHarness {
     o.pool_reserve_bytes = std::size_t{1} << 30;
     o.pool_chunk_bytes = std::size_t{2} << 20;
     o.plan_budget = std::chrono::milliseconds(50);
+    // Every harness test runs with the chunk the pool lends (off by default): the two views of
+    // one physical chunk must keep every buffer's bytes whatever the steps do.
+    o.share_pool_chunk = true;
     return o;
   }
 

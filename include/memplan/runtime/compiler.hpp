@@ -86,11 +86,13 @@ struct CompilerOptions {
   // A step output kept until the next step's exists is planned in the arena with period-two
   // placement (docs/compiler.md) once the habit is seen; false: it stays a learned pool site.
   bool period_two_outputs = true;
-  // With no rogue live, the plans start past the pool's bytes in the pool's last chunk, which the
-  // arena maps as its first (docs/compiler.md, "The chunk the pool lends"), when that saves the
-  // arena a chunk: the two otherwise each round up to a chunk. Needs pool_chunk_bytes ==
-  // chunk_bytes (the C API's default); false keeps the plans at whole chunks.
-  bool share_pool_chunk = true;
+  // The plans start past the pool's bytes in the pool's partly used chunk, which the arena maps
+  // where the window starts (docs/compiler.md, "The chunk the pool lends"), when that saves the
+  // largest plan a chunk: the two otherwise each round up to a chunk. Needs pool_chunk_bytes ==
+  // chunk_bytes. Off by default: it moves the window home when no rogue is live (graphs held
+  // over the old addresses are recaptured), and the room it takes from the pool can cost the
+  // pool a chunk later; on the PyTorch models measured so far it saved nothing (docs/pytorch.md).
+  bool share_pool_chunk = false;
   bool thread_safe = true;  // false: one thread drives the compiler, no lock is taken
   CheckOptions check;       // debugging runs: poison, no reuse, guard gaps (check.hpp)
 };
