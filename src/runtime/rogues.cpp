@@ -296,18 +296,25 @@ std::vector<tree::FixedRange> Compiler::Impl::fixed_ranges_for_branch(NodeId las
   const tree::AllocationTree& g = cursor.tree();
   const NodeId first_recorded = recording.first_recorded();
   const Bytes window = rogues.window();
-  std::vector<std::pair<Bytes, Bytes>> fixed;  // [offset, end) of the fixed prefix buffers
+  std::vector<std::pair<Bytes, Bytes>> fixed;   // [offset, end) of the fixed prefix buffers
+  std::vector<std::pair<Bytes, Bytes>> prefix;  // the same, with sites learned this step
   for (NodeId n = last; n != tree::AllocationTree::root(); n = g.node(n).parent) {
     const tree::Node& node = g.node(n);
-    if (node.kind == tree::EventKind::Alloc && !node.persistent && n < first_recorded) {
-      fixed.emplace_back(node.offset, node.offset + node.key.size);
-    }
+    if (node.kind != tree::EventKind::Alloc || n >= first_recorded) continue;
+    prefix.emplace_back(node.offset, node.offset + node.key.size);
+    if (!node.persistent) fixed.emplace_back(node.offset, node.offset + node.key.size);
   }
   std::vector<tree::FixedRange> fixed_ranges;
   for (const auto& [p, r] : rogues.all()) {
     if (r.offset + r.size <= window) continue;
     const Bytes start = std::max(r.offset, window) - window;  // in the window
     const Bytes size = r.offset + r.size - window - start;
+    // A buffer of the replayed prefix left live is a rogue of this step (its site just learned)
+    // and a node of the branch, which holds its range already: fixed twice, no plan would fit.
+    if (r.step == cursor.serial() &&
+        std::find(prefix.begin(), prefix.end(), std::pair{start, start + size}) != prefix.end()) {
+      continue;
+    }
     const bool clashes =
         r.step == cursor.serial() && std::any_of(fixed.begin(), fixed.end(), [&](const auto& f) {
           return f.first < start + size && start < f.second;
