@@ -21,9 +21,10 @@ std::optional<Rogue> RogueSet::take(void* p) {
 
 namespace {
 
-// The rogues' chunks, [start, end) and ascending, touching runs merged.
+// The rogues' chunks, [start, end) and ascending (touching runs merged), and `also_held`.
 template <class Ranges>
-std::vector<std::pair<Bytes, Bytes>> held_chunks(const Ranges& occupied, Bytes chunk) {
+std::vector<std::pair<Bytes, Bytes>> held_chunks(const Ranges& occupied, Bytes chunk,
+                                                 std::optional<std::pair<Bytes, Bytes>> also_held) {
   std::vector<std::pair<Bytes, Bytes>> held;
   occupied.for_each([&](Bytes offset, Bytes size) {
     const Bytes start = offset / chunk * chunk;
@@ -34,6 +35,10 @@ std::vector<std::pair<Bytes, Bytes>> held_chunks(const Ranges& occupied, Bytes c
       held.emplace_back(start, end);
     }
   });
+  if (also_held) {
+    held.push_back(*also_held);
+    std::sort(held.begin(), held.end());
+  }
   return held;
 }
 
@@ -45,17 +50,14 @@ bool clear_of(const std::vector<std::pair<Bytes, Bytes>>& held, Bytes at, Bytes 
 
 }  // namespace
 
-bool RogueSet::clear_of_chunks(Bytes offset, Bytes bytes, Bytes chunk) const {
-  return clear_of(held_chunks(occupied_, chunk), offset, bytes);
+bool RogueSet::clear_of_chunks(Bytes offset, Bytes bytes, Bytes chunk,
+                               std::optional<std::pair<Bytes, Bytes>> also_held) const {
+  return clear_of(held_chunks(occupied_, chunk, also_held), offset, bytes);
 }
 
 std::optional<Bytes> RogueSet::clear_chunk(Bytes bytes, Bytes chunk, Bytes reserved,
                                            std::optional<std::pair<Bytes, Bytes>> also_held) const {
-  std::vector<std::pair<Bytes, Bytes>> held = held_chunks(occupied_, chunk);
-  if (also_held) {
-    held.push_back(*also_held);
-    std::sort(held.begin(), held.end());
-  }
+  const std::vector<std::pair<Bytes, Bytes>> held = held_chunks(occupied_, chunk, also_held);
   std::optional<Bytes> to;
   if (clear_of(held, 0, bytes)) to = 0;
   for (std::size_t i = 0; !to && i < held.size(); ++i) {

@@ -54,8 +54,11 @@ class RogueSet {
     occupied_.for_each(f);
   }
 
-  // Whether [offset, offset + bytes) shares no chunk with a rogue.
-  [[nodiscard]] bool clear_of_chunks(Bytes offset, Bytes bytes, Bytes chunk) const;
+  // Whether [offset, offset + bytes) shares no chunk with a rogue nor with `also_held` (whole
+  // chunks).
+  [[nodiscard]] bool clear_of_chunks(
+      Bytes offset, Bytes bytes, Bytes chunk,
+      std::optional<std::pair<Bytes, Bytes>> also_held = std::nullopt) const;
   // The lowest whole-chunk start (0, or where a run of the rogues' chunks ends) of `bytes` bytes
   // that share no chunk with a rogue nor with `also_held` (whole chunks), within `reserved`
   // bytes; nullopt when there is none.

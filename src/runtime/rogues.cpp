@@ -82,9 +82,8 @@ void Compiler::Impl::move_window() {
   };
   if (rogues.empty()) return share_pool_chunk ? go_home(need, extent) : stay(false);
   const Bytes from = rogues.window();
-  const std::optional<std::pair<Bytes, Bytes>> behind = loan_left_behind();
-  if (from % plan_alignment == 0 && rogues.clear_of_chunks(from, need, arena.chunk()) &&
-      (!behind || from + need <= behind->first || behind->second <= from)) {
+  if (from % plan_alignment == 0 &&
+      rogues.clear_of_chunks(from, need, arena.chunk(), loan_left_behind())) {
     return stay(false);
   }
   HeldRoom room(pool);  // the learned sites' room stays the pool's (window_home.cpp)

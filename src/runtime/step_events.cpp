@@ -212,11 +212,10 @@ void Compiler::Impl::start_recording() {
     recording.hold(p, Instance{n, offset_of(node), node.key.size});
   }
   for (const auto& [p, output] : carried.all()) recording.hold_range(output.offset, output.size);
-  const auto hold = [&](Bytes offset, Bytes size) {
+  rogues.for_each_range([&](Bytes offset, Bytes size) {
     const Bytes start = std::max(offset, window);
     if (start < offset + size) recording.hold_range(start - window, offset + size - start);
-  };
-  rogues.for_each_range(hold);
+  });
   // The slot of a loan the window left behind holds the pool's bytes (window_home.cpp), and
   // maybe rogues.
   if (const auto behind = loan_left_behind()) {
