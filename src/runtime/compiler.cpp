@@ -260,6 +260,12 @@ void Compiler::trim_to(std::span<const BranchRef> held) {
   if (check_ != nullptr) check_->trim();
 }
 
+bool Compiler::settle() {
+  const std::lock_guard guard(impl_->lock);
+  if (impl_->cursor.running()) throw InvalidState("settle: a step is running");
+  return impl_->settle_window();
+}
+
 void Compiler::release() {
   const std::lock_guard guard(impl_->lock);
   if (impl_->cursor.running()) throw InvalidState("release: a step is running");

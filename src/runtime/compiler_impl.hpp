@@ -138,6 +138,7 @@ struct Compiler::Impl {
   bool move_home(Bytes need);
   void go_home(Bytes need, Bytes extent);
   void go_home_if_stale();
+  bool settle_window();
   void end_loan();
   void drop_unused_loan();
   [[nodiscard]] std::vector<arena::ByteRange> ranges_to_keep() const;

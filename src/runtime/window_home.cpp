@@ -147,6 +147,18 @@ void Compiler::Impl::go_home_if_stale() {
   }
 }
 
+// Compiler::settle(): home now, between steps, if nothing of the arena is live. A recording's
+// moves place the window while the step's outputs still live (and the pool keeps growing while a
+// program warms up); the capture layer calls this when the pool holds what it will hold.
+bool Compiler::Impl::settle_window() {
+  if (!share_pool_chunk || !rogues.empty() || !carried.empty()) return false;
+  const std::uint64_t moves = stats.window_moves;
+  const Bytes need = plans_bytes();
+  go_home(need, arena.raw().mapped_throughout(to_size(rogues.window()), to_size(need)) ? need : 0);
+  drop_unused_loan();
+  return stats.window_moves != moves;
+}
+
 void Compiler::Impl::end_loan() {
   if (!pool.loan()) return;
   arena.raw().end_borrow(to_size(loan_slot));

@@ -2,8 +2,8 @@
 // at random: pool buffers (weights, paused tensors) of 256 B to 3 MiB allocated and freed between
 // and inside steps, several step names whose plans end just under, just over or far from a chunk
 // boundary and grow, buffers aligned up to the chunk, rogues freed steps later (inside steps or
-// between them), period-two outputs, aborted steps, trim(), release() and trim_to() at random
-// moments; with check mode's poison in one run of three, and under a memory budget.
+// between them), period-two outputs, aborted steps, trim(), release(), trim_to() and settle()
+// at random moments; with check mode's poison in one run of three, and under a memory budget.
 //
 // Two virtual addresses alias one physical chunk while a loan is out, so the fill patterns of the
 // harness are backed by a model of the physical memory: the backend records which chunk every
@@ -11,8 +11,9 @@
 // live buffer must be mapped, and inside the lent chunk the pool's buffers must lie below the
 // loan and the arena's at or above it. After every step the stats are checked against the model
 // (the arena's own chunks, the pool's, every chunk created and not released, the arena's chunks
-// beside what the plans and live buffers need), replays and trims must not move the window, and
-// trim_to() must keep the bytes of the held branches' buffers. The same sequence runs with
+// beside what the plans and live buffers need), replays and trims must not move the window,
+// settle() may move it only with nothing live in the arena, and trim_to() must keep the bytes of
+// the held branches' buffers. The same sequence runs with
 // share_pool_chunk = false as the control, and the peaks of the two are reported (not bounded:
 // a loan can cost the pool more than it saves the arena). Then: steady replays with a loan out make
 // no backend call, and the failures found while this file was written, each as its smallest
@@ -295,6 +296,8 @@ struct RunCounts {
   std::uint64_t trims = 0;
   std::uint64_t releases = 0;
   std::uint64_t trim_tos = 0;
+  std::uint64_t settles = 0;
+  std::uint64_t settle_moves = 0;
   std::uint64_t pool_allocations = 0;
   std::uint64_t misaligned = 0;           // pointers not aligned as asked
   std::uint64_t graph_state_buffers = 0;  // held branches' buffers whose bytes trim_to kept
@@ -324,6 +327,8 @@ struct RunCounts {
     trims += o.trims;
     releases += o.releases;
     trim_tos += o.trim_tos;
+    settles += o.settles;
+    settle_moves += o.settle_moves;
     pool_allocations += o.pool_allocations;
     misaligned += o.misaligned;
     graph_state_buffers += o.graph_state_buffers;
@@ -336,7 +341,7 @@ struct Abort {};
 
 // What a run did, call by call, to replay it (and shrink it) without the random choices.
 struct Event {
-  enum Kind : std::uint8_t { Alloc, Free, Begin, End, Aborted, Trim, Release, TrimTo } kind;
+  enum Kind : std::uint8_t { Alloc, Free, Begin, End, Aborted, Trim, Release, TrimTo, Settle } kind;
   int id = 0;
   std::size_t size = 0;
   std::size_t alignment = 0;
@@ -587,6 +592,30 @@ class LoanRun {
       reset_touched();
       check_state("trim_to", /*after_trim=*/false);
       check_loan_dropped_if_unmapped("trim_to");
+    } else if (r < 11) {
+      note("settle");
+      record({.kind = Event::Settle});
+      const std::uint64_t moves = h_.compiler().stats().window_moves;
+      const bool moved = h_.compiler().settle();
+      const std::uint64_t after = h_.compiler().stats().window_moves;
+      if (after != moves + (moved ? 1 : 0)) {
+        fail("settle", "returned " + std::to_string(moved) + " but the window moved " +
+                           std::to_string(after - moves) + " time(s)");
+      }
+      if (moved && !share_) fail("settle", "the window moved with share_pool_chunk = false");
+      for (const auto& [id, b] : live_) {
+        if (moved && in_arena(b.p)) {
+          fail("settle",
+               "the window moved with buffer " + std::to_string(id) + " live in the arena");
+        }
+      }
+      ++counts_.settles;
+      if (moved) {
+        ++counts_.settle_moves;
+        reset_touched();  // the move unmapped every chunk but the plans' at home
+      }
+      check_state("settle", /*after_trim=*/moved);
+      check_loan_dropped_if_unmapped("settle");
     }
     sample("between steps");
   }
@@ -1268,7 +1297,8 @@ TEST(PoolChunkLoanRandom, NoBufferIsOverwrittenAndThePeakBesideTheControlIsRepor
       "%llu step ends with the loan's slot unmapped, %llu with it past slot 0; %llu recorded, %llu "
       "aborted, %llu rogues, "
       "%llu learned-site allocations, %llu period-two outputs (%llu carried), %llu trims, %llu "
-      "releases, %llu trim_to (%llu held buffers kept), %llu pool allocations; worst excess over "
+      "releases, %llu trim_to (%llu held buffers kept), %llu settles (%llu moved), %llu pool "
+      "allocations; worst excess over "
       "the control %zu KiB; "
       "%.1f s\n",
       static_cast<unsigned long long>(shared.steps),
@@ -1291,6 +1321,8 @@ TEST(PoolChunkLoanRandom, NoBufferIsOverwrittenAndThePeakBesideTheControlIsRepor
       static_cast<unsigned long long>(shared.releases),
       static_cast<unsigned long long>(shared.trim_tos),
       static_cast<unsigned long long>(shared.graph_state_buffers),
+      static_cast<unsigned long long>(shared.settles),
+      static_cast<unsigned long long>(shared.settle_moves),
       static_cast<unsigned long long>(shared.pool_allocations), worst_excess / kKiB, seconds);
   RecordProperty("steps", static_cast<int>(shared.steps));
   RecordProperty("steps_with_loan", static_cast<int>(shared.steps_with_loan));
@@ -1312,6 +1344,7 @@ TEST(PoolChunkLoanRandom, NoBufferIsOverwrittenAndThePeakBesideTheControlIsRepor
   EXPECT_GT(shared.period_two_outputs, 0u);
   EXPECT_GT(shared.aborted, 0u);
   EXPECT_GT(shared.graph_state_buffers, 0u);
+  EXPECT_GT(shared.settle_moves, 0u);  // the runs reach settle() with the window away from home
 }
 
 // Under a memory budget the loan's moves, the pool's growth and the steps fail now and then
@@ -1845,6 +1878,9 @@ Replayed replay(const std::vector<Event>& ev, bool share, bool poison, std::size
         case Event::Release:
           if (h.compiler().stats().live_rogues == 0) h.compiler().release();
           break;
+        case Event::Settle:
+          h.compiler().settle();
+          break;
         case Event::TrimTo: {
           std::vector<BranchRef> held;
           for (std::size_t at = 0; at < e.names.size();) {
@@ -1970,6 +2006,9 @@ TEST(PoolChunkLoanRandom, DISABLED_ShrinkAFailingRun) {
         break;
       case Event::Release:
         std::printf("release()\n");
+        break;
+      case Event::Settle:
+        std::printf("settle()\n");
         break;
       case Event::TrimTo:
         std::printf("trim_to(%s)\n", e.names.c_str());

@@ -150,5 +150,51 @@ TEST(WindowHome, ReleaseEndsAnUnusedLoanSoThePoolCanTrimItsChunk) {
   EXPECT_EQ(h.compiler().stats().mapped_bytes, kChunk);
 }
 
+TEST(WindowHome, SettleSendsThePlansHomeOnceTheRoguesAreFreedAndReplaysStayOffTheBackend) {
+  Harness h;
+  h.allocate(100, 300 * kKiB, {}, /*paused=*/true);
+  // The first step's buffer 50 outlives it (a rogue at the window's start): the window moves
+  // clear of it, and the loan cannot follow (the rogue lives in the loan's chunk).
+  h.run_step({alloc(50, kChunk / 4), alloc(2, kChunk / 4), free_(2)}, "first");
+  h.run_step(plan_of(kChunk / 2), "work");
+  ASSERT_EQ(h.compiler().stats().live_rogues, 1u);
+  EXPECT_FALSE(h.compiler().settle());  // a rogue lives in the arena: nothing moves
+  const Stats away = h.compiler().stats();
+  EXPECT_EQ(away.mapped_bytes, kChunk);
+  h.release(50);
+  h.run_step(plan_of(kChunk / 2), "work");  // a replay: the window stays where it is
+  EXPECT_EQ(h.compiler().stats().window_moves, away.window_moves);
+
+  EXPECT_TRUE(h.compiler().settle());
+  const Stats home = h.compiler().stats();
+  EXPECT_EQ(home.window_moves, away.window_moves + 1);
+  EXPECT_GT(home.pool_lent_bytes, 0u);
+  EXPECT_EQ(home.mapped_bytes, 0u);     // the plan fits the lent chunk
+  EXPECT_FALSE(h.compiler().settle());  // home already
+  for (int s = 0; s < 5; ++s) h.run_step(plan_of(kChunk / 2), "work");
+  h.expect_all_intact();
+  const Stats st = h.compiler().stats();
+  EXPECT_EQ((st.backend_calls - home.backend_calls).memory_calls(), 0u);
+  EXPECT_EQ(st.steps_replayed, home.steps_replayed + 5);
+  EXPECT_EQ(st.window_moves, home.window_moves);
+}
+
+TEST(WindowHome, SettleDoesNothingWithoutTheOptionAndRefusesARunningStep) {
+  CompilerOptions apart = Harness::small_options();
+  apart.share_pool_chunk = false;
+  Harness h(apart);
+  h.allocate(100, 300 * kKiB, {}, /*paused=*/true);
+  h.run_step({alloc(50, kChunk / 4), alloc(2, kChunk / 4), free_(2)}, "first");
+  h.release(50);
+  const Stats before = h.compiler().stats();
+  EXPECT_FALSE(h.compiler().settle());
+  EXPECT_EQ(h.compiler().stats().window_moves, before.window_moves);
+  EXPECT_EQ(h.compiler().stats().backend_calls.memory_calls(), before.backend_calls.memory_calls());
+
+  Harness on;
+  auto step = on.compiler().step("running");
+  EXPECT_THROW((void)on.compiler().settle(), InvalidState);
+}
+
 }  // namespace
 }  // namespace memplan::testing
