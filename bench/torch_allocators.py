@@ -247,7 +247,7 @@ def worker(args):
 
     memplan_mode = args.allocator.startswith("memplan")
     if memplan_mode:
-        memplan.torch.install()
+        memplan.torch.install(share_pool_chunk=args.share_pool_chunk or None)
     torch.cuda.init()
     free, total = torch.cuda.mem_get_info()
     used_before = total - free
@@ -380,7 +380,8 @@ def cublas_environment(env, setting):
     return env
 
 
-def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None, cublas=":4096:8"):
+def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None, cublas=":4096:8",
+            share_pool_chunk=False):
     path = os.path.join(out_dir, "runs", f"{model}.{allocator}.{repeat}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     env = dict(os.environ)
@@ -390,7 +391,8 @@ def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None, cublas=
     cublas_environment(env, cublas)  # the same cuBLAS setup in every run
     env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
     command = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
-               "--allocator", allocator, "--json", path] + (["--quick"] if quick else [])
+               "--allocator", allocator, "--json", path] + (["--quick"] if quick else []) \
+        + (["--share-pool-chunk"] if share_pool_chunk else [])
     if pin is not None:  # the whole process on one core, as torch_host_time.py runs its rounds
         command = ["taskset", "-c", str(pin)] + command
     start = time.perf_counter()
@@ -568,7 +570,7 @@ def driver(args):
             for allocator in order:
                 r = (_earlier_run(model, allocator, repeat, args.out) if args.resume else None) \
                     or run_one(model, allocator, args.quick, args.out, repeat, args.timeout,
-                               args.pin, args.cublas_workspace_config)
+                               args.pin, args.cublas_workspace_config, args.share_pool_chunk)
                 r["repeat"] = repeat
                 runs.append(r)
                 status = r.get("error", "").splitlines()[-1:] or [
@@ -582,7 +584,8 @@ def driver(args):
     header = (f"torch_allocators ({'quick' if args.quick else 'full'}, {repeats} repeat(s), "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {device}, "
               f"PyTorch {torch_version}, CUBLAS_WORKSPACE_CONFIG "
-              f"{args.cublas_workspace_config})")
+              f"{args.cublas_workspace_config}"
+              f"{', memplan share_pool_chunk' if args.share_pool_chunk else ''})")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "torch_allocators.json"), "w") as f:
         json.dump({"header": header, "rows": rows, "runs": runs}, f, indent=1)
@@ -613,6 +616,9 @@ def main():
     parser.add_argument("--resume", action="store_true",
                         help="take the runs already recorded in <out>/runs instead of running "
                              "them again (a table of several repeats made in several sittings)")
+    parser.add_argument("--share-pool-chunk", action="store_true",
+                        help="memplan rows: the pool lends the plans the rest of its top chunk "
+                             "(memplan.torch.install(share_pool_chunk=True))")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--allocator", choices=ALLOCATORS, help=argparse.SUPPRESS)

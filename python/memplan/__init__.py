@@ -14,8 +14,8 @@ allocator, attention, graphs) imports PyTorch when first used. See docs/pytorch.
 import importlib
 
 from .api import (abort_step, backend, begin_step, check_callbacks, configure, default_options,
-                  end_step, init, initialised, pause, plan_epoch, release, report, scope, stats,
-                  step, trim, trim_to, version, write_branch_trace)
+                  end_step, init, initialised, pause, plan_epoch, release, report, scope, settle,
+                  stats, step, trim, trim_to, version, write_branch_trace)
 from .errors import (CudaError, DoubleFree, ForeignPointer, InvalidArgument, InvalidPointer,
                      InvalidState, MemplanError, NotInitialised, OutOfMemory, Unsupported)
 from ._library import load
@@ -23,7 +23,7 @@ from ._library import load
 __all__ = [
     "abort_step", "attention", "backend", "begin_step", "check_callbacks", "configure",
     "default_options", "end_step", "init", "initialised", "load", "pause", "plan_epoch",
-    "release", "report", "rope_attention", "rope_table", "scope", "stats", "step", "trim",
+    "release", "report", "rope_attention", "rope_table", "scope", "settle", "stats", "step", "trim",
     "trim_to", "version",
     "write_branch_trace", "CudaError", "DoubleFree", "ForeignPointer", "InvalidArgument",
     "InvalidPointer", "InvalidState", "MemplanError", "NotInitialised", "OutOfMemory",

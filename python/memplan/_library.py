@@ -29,6 +29,7 @@ class Options(ctypes.Structure):
         ("alignment", ctypes.c_size_t),
         ("log_level", ctypes.c_int),
         ("plan_budget_ms", ctypes.c_int64),
+        ("share_pool_chunk", ctypes.c_int),
     ]
 
 
@@ -98,6 +99,7 @@ _PROTOTYPES = {
     "memplan_torch_trim": (_c_int, [_c_int]),
     "memplan_torch_trim_to": (_c_int, [_c_int, ctypes.POINTER(BranchRef), ctypes.c_size_t]),
     "memplan_torch_release": (_c_int, [_c_int]),
+    "memplan_torch_settle": (_c_int, [_c_int, ctypes.POINTER(_c_int)]),
     "memplan_torch_plan_epoch_of": (_c_int, [_c_int, ctypes.POINTER(PlanEpoch)]),
     "memplan_torch_stats_json": (_c_char_p, [_c_int]),
     "memplan_torch_report": (_c_char_p, [_c_int]),

@@ -75,10 +75,12 @@ def default_options():
 
 
 def configure(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_bytes=0,
-              alignment=0, log_level=None, plan_budget_ms=0):
+              alignment=0, log_level=None, plan_budget_ms=0, share_pool_chunk=None):
     """Options of the compilers created from now on (0 keeps the default). log_level: a name
     ("trace", "debug", "info", "warn", "error", "critical", "off") or 0..6; plan_budget_ms: the
-    planner's search time for one branch (default 200)."""
+    planner's search time for one branch (default 200); share_pool_chunk: True lets the pool lend
+    the plans the rest of its top chunk (docs/compiler.md, "The chunk the pool lends"; its chunk
+    is then chunk_bytes), False keeps it off, None the default (off)."""
     levels = ("trace", "debug", "info", "warn", "error", "critical", "off")
     if isinstance(log_level, str):
         if log_level not in levels:
@@ -86,7 +88,8 @@ def configure(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_b
         log_level = levels.index(log_level)
     options = _library.Options(reserve_bytes, chunk_bytes, pool_reserve_bytes, pool_chunk_bytes,
                                alignment, -1 if log_level is None else int(log_level),
-                               int(plan_budget_ms))
+                               int(plan_budget_ms),
+                               0 if share_pool_chunk is None else 1 if share_pool_chunk else -1)
     _check(lib().memplan_torch_configure(ctypes.byref(options)))
 
 
@@ -211,6 +214,16 @@ def trim_to(held, device=None):
     for ref, (name, branch, parity) in zip(refs, held):
         ref.step, ref.branch, ref.parity = name.encode(), int(branch), int(parity)
     _check(lib().memplan_torch_trim_to(_device(device), refs, len(held)))
+
+
+def settle(device=None):
+    """Between steps, with share_pool_chunk: moves the plans home (past the pool's bytes in its
+    top chunk, when that saves the largest plan a chunk) if nothing lives in the planned arena.
+    Returns whether they moved (CUDA graphs over the old addresses are then stale: plan_epoch).
+    memplan.graphs calls it before each capture."""
+    moved = ctypes.c_int(0)
+    _check(lib().memplan_torch_settle(_device(device), ctypes.byref(moved)))
+    return bool(moved.value)
 
 
 def release(device=None):

@@ -32,6 +32,8 @@ per-stream state for it (the cuBLAS workspaces) is made when the stream is, in a
 (the function synchronises with the host, say) stays eager. With enabled=False nothing new is
 captured (graphs captured while it was True still launch); a GraphedStep never enabled runs each
 call as `with memplan.step(name)` on the caller's stream (warmed up once, as the side stream is).
+Before each capture the helper calls memplan.settle() (with share_pool_chunk, the plans go home
+into the pool's top chunk when nothing lives in the arena; a no-op otherwise).
 Graphs are dropped when the compiler's plans move (stats: window_moves), when a step leaves an
 output in the plans that the graph does not know (stats: carried_outputs; a step output kept until
 the next one exists is planned in the arena with period two, docs/compiler.md, and a graph
@@ -214,6 +216,10 @@ class GraphedStep:
 
         with api.pause(self.device):
             static_inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        # The graph freezes the plans' addresses: with share_pool_chunk, they go home first (into
+        # the pool's top chunk) if nothing lives in the arena. A move stales the other keys'
+        # graphs (plan epoch), which recapture.
+        api.settle(self.device)
         graph = torch.cuda.CUDAGraph()
         try:
             # "relaxed": a break inside the capture maps memory (a driver call that global mode

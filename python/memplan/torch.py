@@ -26,7 +26,7 @@ ROPE_PAIRS = ("interleaved", "halves")  # memplan_torch_rope_attention's rope_pa
 
 
 def install(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_bytes=0,
-            alignment=0, log_level=None, plan_budget_ms=0, library=None):
+            alignment=0, log_level=None, plan_budget_ms=0, share_pool_chunk=None, library=None):
     """Makes memplan PyTorch's CUDA allocator for this process (0 keeps an option's default).
     Must run before the first CUDA allocation: PyTorch cannot swap an allocator in use."""
     global _installed
@@ -44,7 +44,8 @@ def install(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_byt
                            f"{api.backend()} library; PyTorch needs libmemplan_torch.so")
     api.configure(chunk_bytes=chunk_bytes, reserve_bytes=reserve_bytes,
                   pool_chunk_bytes=pool_chunk_bytes, pool_reserve_bytes=pool_reserve_bytes,
-                  alignment=alignment, log_level=log_level, plan_budget_ms=plan_budget_ms)
+                  alignment=alignment, log_level=log_level, plan_budget_ms=plan_budget_ms,
+                  share_pool_chunk=share_pool_chunk)
     allocator = torch.cuda.memory.CUDAPluggableAllocator(
         _library.loaded_path(), "memplan_torch_alloc", "memplan_torch_free")
     try:

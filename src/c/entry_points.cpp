@@ -169,6 +169,13 @@ int memplan_torch_release(int device) {
   return control("memplan_torch_release", device, [&](Compiler& c) { c.release(); });
 }
 
+int memplan_torch_settle(int device, int* moved) {
+  return control("memplan_torch_settle", device, [&](Compiler& c) {
+    const bool did = c.settle();
+    if (moved != nullptr) *moved = did ? 1 : 0;
+  });
+}
+
 int memplan_torch_plan_epoch_of(int device, memplan_torch_plan_epoch* epoch) {
   return control("memplan_torch_plan_epoch_of", device, [&](Compiler& c) {
     if (epoch == nullptr) throw InvalidArgument("the epoch is NULL");

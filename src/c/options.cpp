@@ -27,7 +27,8 @@ memplan_torch_options to_c_options(const CompilerOptions& options) {
                                .pool_chunk_bytes = options.pool_chunk_bytes,
                                .alignment = options.default_alignment,
                                .log_level = kLogUnchanged,
-                               .plan_budget_ms = options.plan_budget.count()};
+                               .plan_budget_ms = options.plan_budget.count(),
+                               .share_pool_chunk = options.share_pool_chunk ? 1 : -1};
 }
 
 CompilerOptions default_compiler_options() {
@@ -60,6 +61,21 @@ CompilerOptions to_compiler_options(const memplan_torch_options& c) {
     throw InvalidArgument(fmt::format("plan_budget_ms {} is negative", c.plan_budget_ms));
   }
   if (c.plan_budget_ms > 0) options.plan_budget = std::chrono::milliseconds(c.plan_budget_ms);
+  if (c.share_pool_chunk < -1 || c.share_pool_chunk > 1) {
+    throw InvalidArgument(fmt::format(
+        "share_pool_chunk {} is outside -1..1 (1 on, 0 the default, -1 off)", c.share_pool_chunk));
+  }
+  if (c.share_pool_chunk != 0) {
+    options.share_pool_chunk = c.share_pool_chunk == 1;
+    // The lent chunk is mapped by both, so the two chunks are one size.
+    if (options.share_pool_chunk && c.pool_chunk_bytes != 0 &&
+        c.pool_chunk_bytes != options.chunk_bytes) {
+      throw InvalidArgument(fmt::format(
+          "share_pool_chunk needs pool_chunk_bytes equal to chunk_bytes ({} B), got {} B",
+          options.chunk_bytes, c.pool_chunk_bytes));
+    }
+    if (options.share_pool_chunk) options.pool_chunk_bytes = options.chunk_bytes;
+  }
   return options;
 }
 

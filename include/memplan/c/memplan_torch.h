@@ -58,6 +58,9 @@ typedef struct memplan_torch_options {
   size_t alignment;          /* every pointer is aligned to this (default 256) */
   int log_level; /* 0 trace, 1 debug, 2 info, 3 warn, 4 error, 5 critical, 6 off; -1 unchanged */
   int64_t plan_budget_ms; /* the planner's search time for one branch (default 200) */
+  /* 1: the pool lends the plans the rest of its top chunk (CompilerOptions::share_pool_chunk,
+   * docs/compiler.md "The chunk the pool lends"); 0 keeps the default (off); -1 off. */
+  int share_pool_chunk;
 } memplan_torch_options;
 
 /* What memplan_torch_end_step() says of the step. */
@@ -135,6 +138,11 @@ MEMPLAN_TORCH_API int memplan_torch_trim(int device);
 MEMPLAN_TORCH_API int memplan_torch_trim_to(int device, const memplan_torch_branch_ref* held,
                                             size_t count);
 MEMPLAN_TORCH_API int memplan_torch_release(int device);
+/* Between steps, with share_pool_chunk: when nothing lives in the planned arena, moves the plans
+ * home (past the pool's bytes in its top chunk, when that saves the largest plan a chunk);
+ * Compiler::settle(). A CUDA graph captured before a move sees it in the plan epoch. `moved` (may
+ * be NULL) is 1 if the plans moved, else 0. A running step is MEMPLAN_E_INVALID_STATE. */
+MEMPLAN_TORCH_API int memplan_torch_settle(int device, int* moved);
 
 /* What a CUDA graph launched outside steps depends on, two of the compiler's counters: the plans
  * moved clear of live rogues (window_moves), a step left an output planned in the arena

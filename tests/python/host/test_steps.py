@@ -179,3 +179,49 @@ def test_plan_epoch_counts_what_graphs_depend_on(alloc, device):
     moved = memplan.plan_epoch(device)
     assert moved == epoch_from_stats() and moved[0] >= 1
     alloc.free(rogue)
+
+
+def test_settle_sends_the_plans_home_with_share_pool_chunk(lib):
+    assert memplan.default_options()["share_pool_chunk"] == -1  # off
+    with pytest.raises(memplan.InvalidArgument, match="pool_chunk_bytes equal to chunk_bytes"):
+        memplan.configure(chunk_bytes=2 * MiB, pool_chunk_bytes=4 * MiB, share_pool_chunk=True)
+    memplan.configure(reserve_bytes=256 * MiB, chunk_bytes=2 * MiB, pool_reserve_bytes=256 * MiB,
+                      pool_chunk_bytes=2 * MiB, share_pool_chunk=True)
+    try:
+        device = 61
+        memplan.init(device)
+        weights = lib.memplan_torch_alloc(300 << 10, device, None)  # outside steps: the pool
+
+        def step(keep=False):
+            with memplan.step("work", device):
+                a = lib.memplan_torch_alloc(512 << 10, device, None)
+                b = lib.memplan_torch_alloc(512 << 10, device, None)
+                lib.memplan_torch_free(a, 0, device, None)
+                lib.memplan_torch_free(b, 0, device, None)
+                kept = lib.memplan_torch_alloc(256 << 10, device, None) if keep else None
+            return kept
+
+        rogue = step(keep=True)  # outlives the step: the plans move clear of it
+        assert memplan.stats(device)["live_rogues"] == 1
+        assert not memplan.settle(device)  # a rogue lives in the arena
+        lib.memplan_torch_free(rogue, 0, device, None)
+        moves = memplan.plan_epoch(device)[0]
+        assert memplan.settle(device)
+        stats = memplan.stats(device)
+        assert stats["window_moves"] == moves + 1 and stats["pool_lent_bytes"] > 0
+        assert not memplan.settle(device)  # home already
+        memplan.begin_step("work", device)
+        with pytest.raises(memplan.InvalidState, match="settle: a step is running"):
+            memplan.settle(device)
+        memplan.abort_step(device)
+        lib.memplan_torch_free(weights, 0, device, None)
+    finally:
+        memplan.configure(reserve_bytes=256 * MiB, chunk_bytes=2 * MiB,
+                          pool_reserve_bytes=256 * MiB, pool_chunk_bytes=2 * MiB,
+                          share_pool_chunk=False)
+
+
+def test_settle_does_nothing_without_share_pool_chunk(alloc, device):
+    run_step(alloc, device)
+    assert not memplan.settle(device)
+    assert memplan.plan_epoch(device) == (0, 0)
