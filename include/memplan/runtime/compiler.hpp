@@ -232,12 +232,13 @@ class Compiler {
   // Throws InvalidState while rogues live in the arena.
   void release();
   // Between steps, with share_pool_chunk: when nothing lives in the arena (no rogue, no carried
-  // output) and the plans' window is not home (rogues pushed it away, or the pool's top chunk
-  // moved since the loan was chosen), moves it home: past the pool's bytes in the pool's top chunk
-  // when that saves the largest plan a chunk, else offset 0. Plans that were mapped are mapped
-  // there (backend calls); graphs over the old addresses see Stats::window_moves. A capture layer
-  // calls it before it captures, once the pool holds what it will hold. Returns whether the
-  // window moved; false (and nothing done) without share_pool_chunk. InvalidState in a step.
+  // output) and the plans' window is not home (rogues pushed it away), moves it home: past the
+  // pool's bytes in the chunk the pool lends (a loan already out keeps its chunk; else the pool's
+  // top chunk now) when that saves the largest plan a chunk, else offset 0. Plans that were mapped
+  // are mapped there (backend calls); graphs over the old addresses see Stats::window_moves. A
+  // capture layer calls it before it captures, once the pool holds what it will hold. Returns
+  // whether the window moved; false (and nothing done) without share_pool_chunk. InvalidState in
+  // a step.
   bool settle();
 
   // The arena's base address: stable for the compiler's life.

@@ -30,6 +30,8 @@ def test_a_control_call_on_an_uninitialised_device(lib):
     assert "device 0 has no memplan compiler" in message
     with pytest.raises(memplan.NotInitialised, match="memplan_torch_end_step\\(device=0\\)"):
         memplan.end_step(0)
+    with pytest.raises(memplan.NotInitialised, match="memplan_torch_settle\\(device=0\\)"):
+        memplan.settle(0)
 
 
 def test_a_device_out_of_range(lib):
