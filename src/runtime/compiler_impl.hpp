@@ -137,8 +137,11 @@ struct Compiler::Impl {
   void take_place(const WindowPlace& to);
   bool move_home(Bytes need);
   void go_home(Bytes need, Bytes extent);
+  void go_home_as_mapped();
   void go_home_if_stale();
   bool settle_window();
+  // No rogue and no carried output: nothing of the arena is live between steps.
+  [[nodiscard]] bool arena_empty() const { return rogues.empty() && carried.empty(); }
   void end_loan();
   void drop_unused_loan();
   [[nodiscard]] std::vector<arena::ByteRange> ranges_to_keep() const;

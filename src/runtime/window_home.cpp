@@ -131,16 +131,19 @@ void Compiler::Impl::go_home(Bytes need, Bytes extent) {
   arena.raw().remap({&keep, 1});
 }
 
+// Home, with nothing of the arena live (the caller's check), the plans mapped there if they are
+// mapped throughout now (on the chunks they leave), else nothing mapped: the next step maps them.
+void Compiler::Impl::go_home_as_mapped() {
+  const Bytes need = plans_bytes();
+  go_home(need, arena.raw().mapped_throughout(to_size(rogues.window()), to_size(need)) ? need : 0);
+}
+
 // At the begin_step of a step never seen (it records, so backend calls are expected), before it
 // maps anything: home, if the last rogue died or a loan ended since the window last went home.
 void Compiler::Impl::go_home_if_stale() {
-  if (!share_pool_chunk || !home_stale || !rogues.empty() || !carried.empty()) return;
+  if (!share_pool_chunk || !home_stale || !arena_empty()) return;
   try {
-    const Bytes need = plans_bytes();
-    // The plans stay mapped (on the chunks they leave) if they are now; the recording maps the
-    // rest.
-    go_home(need,
-            arena.raw().mapped_throughout(to_size(rogues.window()), to_size(need)) ? need : 0);
+    go_home_as_mapped();
   } catch (const std::exception& e) {
     // The recording maps what it needs where the window is; a failure shows there.
     logger().warn("moving the plans home failed: {}", e.what());
@@ -151,10 +154,9 @@ void Compiler::Impl::go_home_if_stale() {
 // moves place the window while the step's outputs still live (and the pool keeps growing while a
 // program warms up); the capture layer calls this when the pool holds what it will hold.
 bool Compiler::Impl::settle_window() {
-  if (!share_pool_chunk || !rogues.empty() || !carried.empty()) return false;
+  if (!share_pool_chunk || !arena_empty()) return false;
   const std::uint64_t moves = stats.window_moves;
-  const Bytes need = plans_bytes();
-  go_home(need, arena.raw().mapped_throughout(to_size(rogues.window()), to_size(need)) ? need : 0);
+  go_home_as_mapped();
   drop_unused_loan();
   return stats.window_moves != moves;
 }
