@@ -53,6 +53,24 @@ TEST_P(PoolSuite, BestFitPicksTheSmallestHoleThatFits) {
   for (void* g : {guard1, guard2, guard3}) pool.deallocate(g);
 }
 
+TEST_P(PoolSuite, WithinASizeClassTheLowestBlockThatFitsIsTaken) {
+  // Two free blocks of one class (64 KiB and 65 KiB: a class is 4 KiB wide there): the lower one
+  // a little larger than the request, the higher one its exact size, freed last (first in its
+  // list). The lower is taken, so the pool fills from its bottom and its top stays free (as an
+  // output dropped low is reused before room reserved at the top; docs/pytorch.md).
+  PersistentPool pool(backend(), PoolOptions{64 * chunk_, 16 * chunk_, "p"});
+  constexpr std::size_t kSize = 64 * 1024;
+  void* low = pool.allocate(kSize + 1024);
+  void* guard1 = pool.allocate(256);
+  void* high = pool.allocate(kSize);
+  void* guard2 = pool.allocate(256);
+  pool.deallocate(low);
+  pool.deallocate(high);
+  EXPECT_EQ(pool.allocate(kSize), low);
+  EXPECT_EQ(pool.allocate(kSize), high);  // the only block of the class left
+  for (void* g : {guard1, guard2}) pool.deallocate(g);
+}
+
 TEST_P(PoolSuite, GrowthKeepsOldAllocationsAndTheirData) {
   PersistentPool pool(backend(), PoolOptions{64 * chunk_, chunk_, "p"});
   void* first = pool.allocate(chunk_ / 2);

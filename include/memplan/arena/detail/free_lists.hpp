@@ -1,7 +1,10 @@
 // The free blocks of the persistent pool, segregated by size class with two levels of bitmaps
-// (TLSF): insert, remove and find are O(1). find() is best fit within the request's own class
-// (a short scan), else the first block of the lowest non-empty class that surely fits: never more
-// than one class width (1/16) larger than the best fit.
+// (TLSF): insert, remove and find are O(1). find() takes the lowest-addressed block that fits in
+// the request's own class (a short scan; its sizes differ by under 1/16), else the first block of
+// the lowest non-empty class that surely fits: never more than one class width larger than the
+// best fit. Lowest address rather than tightest fit within a class: the pool fills from its
+// bottom, so a block freed low (an output the caller dropped) is reused before room at the top,
+// which trim() can then give back.
 #pragma once
 
 #include "memplan/arena/detail/block_store.hpp"
@@ -56,11 +59,8 @@ class FreeLists {
       std::uint32_t scanned = 0;
       for (std::uint32_t i = heads_[own.fl][own.sl]; i != kNone && scanned < kScan;
            i = blocks[i].next_free, ++scanned) {
-        const std::uint64_t s = blocks[i].size;
-        if (s >= size && (best == kNone || s < blocks[best].size)) {
+        if (blocks[i].size >= size && (best == kNone || blocks[i].offset < blocks[best].offset))
           best = i;
-          if (s == size) break;
-        }
       }
       if (best != kNone) return best;
     }
