@@ -34,6 +34,16 @@ captured (graphs captured while it was True still launch); a GraphedStep never e
 call as `with memplan.step(name)` on the caller's stream (warmed up once, as the side stream is).
 Before each capture the helper calls memplan.settle() (with share_pool_chunk, the plans go home
 into the pool's top chunk when nothing lives in the arena; a no-op otherwise).
+Compaction (compact=True, the default): a capture allocates its static outputs while the caller
+still holds the output of the call before (`out = step(x)` keeps it until the call returns), so
+they land past it in the persistent pool. When every output the caller held during the capture
+has died and one of them lay below the graph's outputs, the next launch captures once more, on
+the same static inputs (no new step name, no settle: the plans stay where the graph has them);
+the new static outputs go where the pool's best fit puts them now, and the new graph is kept only
+if its outputs end lower than the old ones (else it is dropped and the old one launches). The old
+outputs become free pool memory once the caller drops them; memplan.graphs.trim() unmaps them.
+So, once per key, the result is new tensors: use each call's return value (as with any graph,
+clone what you keep).
 Graphs are dropped when the compiler's plans move (stats: window_moves), when a step leaves an
 output in the plans that the graph does not know (stats: carried_outputs; a step output kept until
 the next one exists is planned in the arena with period two, docs/compiler.md, and a graph
@@ -75,6 +85,25 @@ def trim(device=None):
         api.trim(device)
 
 
+def _tensors(value, tensor_type):
+    """The tensors in a step's result: itself, or those in its tuples, lists and dicts (a
+    transformers ModelOutput is a dict)."""
+    if isinstance(value, tensor_type):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v, tensor_type)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v, tensor_type)
+
+
+def _extent(tensors):
+    """(lowest address, highest end) of the tensors' bytes."""
+    spans = [(t.data_ptr(), t.data_ptr() + t.nbytes) for t in tensors]
+    return min(s for s, _ in spans), max(e for _, e in spans)
+
+
 class _Entry:
     def __init__(self):
         self.stable = 0
@@ -85,25 +114,31 @@ class _Entry:
         self.static_outputs = None
         self.plans_epoch = None  # (window_moves, carried_outputs) when captured
         self.branch = None  # (step name, branch, parity) that the capture step replayed
+        # The caller's earlier outputs live during the capture (weakrefs) when one of them lay
+        # below the graph's outputs: once all are dead, a recapture may place the outputs lower.
+        self.held_at_capture = None
 
 
 class GraphedStep:
-    def __init__(self, name, fn, capture_after=2, enabled=True, device=None, capture_name=None):
+    def __init__(self, name, fn, capture_after=2, enabled=True, device=None, capture_name=None,
+                 compact=True):
         if capture_after < 1:
             raise ValueError(f"capture_after must be >= 1, got {capture_after}")
         self.name, self.fn = name, fn
         self.capture_name = f"{name}:graph" if capture_name is None else capture_name
         if self.capture_name == name:
             raise ValueError(f"capture_name must differ from the step name {name!r}")
-        self.capture_after, self.enabled = capture_after, enabled
+        self.capture_after, self.enabled, self.compact = capture_after, enabled, compact
         self.device = api.default_device() if device is None else device
         self._stream = None  # made with the first call that may capture
         self.stats = {"steps": 0, "eager_steps": 0, "captures": 0, "graph_launches": 0,
-                      "breaks": 0, "invalidations": 0, "capture_failures": 0}
+                      "breaks": 0, "invalidations": 0, "capture_failures": 0,
+                      "recaptures": 0, "recaptures_dropped": 0}
         self.last_result = None  # end_step's dict of the last step the function ran in
-        self.last_path = None  # how the last call ran: "eager", "captured" or "graph"
+        self.last_path = None  # how the last call ran: "eager", "captured", "recaptured", "graph"
         self.last_capture_error = None
         self._entries = {}
+        self._last_outputs = []  # weakrefs to the tensors of the last call's result
         _live_steps.add(self)
 
     @property
@@ -162,9 +197,11 @@ class GraphedStep:
         self.stream.wait_stream(caller)
         try:
             with torch.cuda.stream(self.stream):
-                if entry.graph is not None and not self._moved(entry):
+                recaptured = (entry.graph is not None and not self._moved(entry)
+                              and self._room_freed_below(entry) and self._recapture(entry))
+                if entry.graph is not None and not self._moved(entry):  # a recapture may break
                     out = self._launch(entry, args)
-                    self.last_path = "graph"
+                    self.last_path = "recaptured" if recaptured else "graph"
                 elif (self.enabled and not entry.uncapturable
                       and entry.stable >= self.capture_after):
                     out = self._capture(entry, args)
@@ -172,6 +209,7 @@ class GraphedStep:
                     out = self._eager(entry, args)
         finally:
             caller.wait_stream(self.stream)
+        self._last_outputs = [weakref.ref(t) for t in _tensors(out, torch.Tensor)]
         return out
 
     def _plans_epoch(self):
@@ -220,6 +258,35 @@ class GraphedStep:
         # the pool's top chunk) if nothing lives in the arena. A move stales the other keys'
         # graphs (plan epoch), which recapture.
         api.settle(self.device)
+        captured = self._captured_step(static_inputs)
+        if captured is None:
+            entry.uncapturable = True
+            return self._eager(entry, args)
+        graph, outputs, result = captured
+        if not result["replayed"]:
+            self.stats["breaks"] += result["break_reason"] is not None
+            entry.broken_captures += 1
+            del captured, graph, outputs  # the recording capture's memory, before the eager run
+            out = self._eager(entry, args)
+            # The capture's branch is recorded now: retry once, if the eager run replayed.
+            retry = entry.broken_captures == 1 and entry.stable > 0
+            entry.stable = self.capture_after if retry else 0
+            return out
+        entry.broken_captures = 0
+        entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
+        entry.plans_epoch = self._plans_epoch()
+        entry.branch = (self.capture_name, result["branch"], result["parity"])
+        self.stats["captures"] += 1
+        entry.held_at_capture = self._held_below(outputs) if self.compact else None
+        out = self._launch(entry, args)
+        self.last_path = "captured"
+        return out
+
+    def _captured_step(self, inputs):
+        """The function captured on `inputs` as a step of its own (capture_name): (graph,
+        outputs, the step's result), or None when the capture failed (the error is kept)."""
+        import torch
+
         graph = torch.cuda.CUDAGraph()
         try:
             # "relaxed": a break inside the capture maps memory (a driver call that global mode
@@ -231,27 +298,51 @@ class GraphedStep:
                 with api.pause(self.device):
                     capture.enter_context(torch.cuda.graph(graph, stream=self.stream,
                                                            capture_error_mode="relaxed"))
-                outputs = self.fn(*static_inputs)
-            self.last_result = s.result
+                outputs = self.fn(*inputs)
         except Exception as e:
             self.stats["capture_failures"] += 1
             self.last_capture_error = f"{type(e).__name__}: {e}"
-            entry.uncapturable = True
-            return self._eager(entry, args)
-        if not s.result["replayed"]:
-            self.stats["breaks"] += s.result["break_reason"] is not None
-            entry.broken_captures += 1
-            del graph, outputs
-            out = self._eager(entry, args)
-            # The capture's branch is recorded now: retry once, if the eager run replayed.
-            retry = entry.broken_captures == 1 and entry.stable > 0
-            entry.stable = self.capture_after if retry else 0
-            return out
-        entry.broken_captures = 0
-        entry.graph, entry.static_inputs, entry.static_outputs = graph, static_inputs, outputs
-        entry.plans_epoch = self._plans_epoch()
-        entry.branch = (self.capture_name, s.result["branch"], s.result["parity"])
-        self.stats["captures"] += 1
-        out = self._launch(entry, args)
-        self.last_path = "captured"
-        return out
+            return None
+        self.last_result = s.result
+        return graph, outputs, s.result
+
+    def _held_below(self, outputs):
+        """Weakrefs to the caller's outputs of the call before, if they are live now and one lies
+        below the graph's outputs (their room may take those outputs once they die); else None."""
+        import torch
+
+        held = [t for t in (r() for r in self._last_outputs) if t is not None]
+        static = list(_tensors(outputs, torch.Tensor))
+        if not held or not static or min(t.data_ptr() for t in held) >= _extent(static)[0]:
+            return None
+        return [weakref.ref(t) for t in held]
+
+    def _room_freed_below(self, entry):
+        if entry.held_at_capture is None:
+            return False
+        if any(r() is not None for r in entry.held_at_capture):
+            return False
+        entry.held_at_capture = None  # once: the recapture below is the only one
+        return True
+
+    def _recapture(self, entry):
+        """Captures the entry's function again on its static inputs, in the capture step (which
+        replays its branch at the addresses the graph holds); keeps the new graph if its outputs
+        end below the old ones. Returns whether it did; a failure keeps the old graph."""
+        import torch
+
+        captured = self._captured_step(entry.static_inputs)
+        if captured is None:
+            return False
+        graph, outputs, result = captured
+        new = list(_tensors(outputs, torch.Tensor))
+        old = list(_tensors(entry.static_outputs, torch.Tensor))
+        same_branch = (self.capture_name, result["branch"], result["parity"]) == entry.branch
+        if (not result["replayed"] or not same_branch or self._plans_epoch() != entry.plans_epoch
+                or len(new) != len(old) or _extent(new)[1] >= _extent(old)[1]):
+            self.stats["breaks"] += result["break_reason"] is not None
+            self.stats["recaptures_dropped"] += 1
+            return False
+        entry.graph, entry.static_outputs = graph, outputs
+        self.stats["recaptures"] += 1
+        return True

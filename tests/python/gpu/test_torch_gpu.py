@@ -89,6 +89,31 @@ def test_graphed_step_captures_and_matches_eager_bitwise(weights):
     assert memplan.stats()["backend_calls"] == calls
 
 
+def test_graphed_step_recaptures_once_into_the_room_of_the_output_the_loop_held(weights):
+    # `y = graphed(x)` keeps the previous output while the next call runs, so the capture's output
+    # goes past it in the pool; once it is gone, the next launch captures again and the output
+    # takes its room (memplan.graphs, "Compaction"). 24 MiB outputs: larger than any hole the
+    # module's earlier tests leave in the pool, so the eager output goes to its top.
+    x = torch.randn(12288, 1024, device="cuda", dtype=torch.bfloat16)
+    graphed = GraphedStep("graphed-held", lambda a: mlp_step(a, *weights), capture_after=2)
+    expected = mlp_step(x, *weights)
+    y, paths, pointers = None, [], []
+    for _ in range(8):
+        y = graphed(x)
+        paths.append(graphed.last_path)
+        pointers.append(y.data_ptr())
+        assert torch.equal(y, expected)
+    assert paths == ["eager"] * 4 + ["captured", "recaptured", "graph", "graph"], (
+        paths, [hex(p) for p in pointers], graphed.stats)
+    assert pointers[5] == pointers[3] and pointers[5] < pointers[4]  # the eager output's room
+    assert graphed.stats["recaptures"] == 1 and graphed.stats["recaptures_dropped"] == 0
+    calls = memplan.stats()["backend_calls"]
+    for _ in range(3):
+        y = graphed(x)
+    torch.cuda.synchronize()
+    assert torch.equal(y, expected) and memplan.stats()["backend_calls"] == calls
+
+
 def test_graphed_step_follows_new_inputs(weights):
     graphed = GraphedStep("graphed-inputs", lambda a: mlp_step(a, *weights), capture_after=1)
     xs = [torch.randn(256, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(5)]

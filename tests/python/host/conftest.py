@@ -49,3 +49,24 @@ class Allocator:
 @pytest.fixture
 def alloc(lib, device):
     return Allocator(lib, device)
+
+
+@pytest.fixture
+def fake(lib, device, monkeypatch):
+    """fake_torch.FakeTorch on the test's device, installed as `torch` for memplan.graphs."""
+    import memplan.torch as memplan_torch
+    from fake_torch import FakeTorch
+
+    f = FakeTorch(lib, device)
+    monkeypatch.setitem(sys.modules, "torch", f.module)
+    monkeypatch.setattr(memplan_torch, "warm_up",
+                        lambda stream=None, device=None: f.warm_ups.append(stream))
+    return f
+
+
+@pytest.fixture
+def another_device(lib):
+    """A second fresh device, for a control run beside the test's own."""
+    d = next(_devices)
+    memplan.init(d)
+    return d

@@ -1,111 +1,14 @@
-"""memplan.graphs.GraphedStep's policy without a GPU: a stand-in for the few torch calls it makes
-(streams, tensors whose memory comes from the host library, a graph that records closures and
-replays them), over the real compiler. Checks when it captures, what a launch returns, the eager
-fallback on a break and on a failed capture, and that release() drops the graphs. The same
-checks on CUDA with PyTorch: tests/python/gpu."""
-
-import contextlib
-import sys
-import types
+"""memplan.graphs.GraphedStep's policy without a GPU (fake_torch.py stands in for torch), over the
+real compiler. Checks when it captures, what a launch returns, the eager fallback on a break and on
+a failed capture, and that release() drops the graphs. The same checks on CUDA with PyTorch:
+tests/python/gpu. Compaction (the recapture once the caller's old output is gone):
+test_graphs_compaction.py."""
 
 import pytest
 
 import memplan
 import memplan.graphs
-import memplan.torch as memplan_torch
-
-KiB = 1 << 10
-
-
-class FakeTorch:
-    """The torch calls GraphedStep makes, over memplan_torch_alloc/free on one device."""
-
-    def __init__(self, lib, device):
-        self.lib, self.device = lib, device
-        self.capturing = None  # the FakeGraph being captured
-        self.streams_made = 0
-        self.warm_ups = []  # the streams memplan.torch.warm_up was called for (None: current)
-        fake = self
-
-        class Tensor:
-            def __init__(self, size, value):
-                self.size, self.value = size, value
-                self.ptr = fake.lib.memplan_torch_alloc(size, fake.device, None)
-                self.shape, self.dtype, self.device = (size,), "bf16", f"cuda:{fake.device}"
-
-            def data_ptr(self):
-                return self.ptr
-
-            def stride(self):
-                return (1,)
-
-            def clone(self):
-                return Tensor(self.size, self.value)
-
-            def copy_(self, other):
-                fake.run(lambda: setattr(self, "value", other.value))
-                return self
-
-            def __del__(self):
-                fake.lib.memplan_torch_free(self.ptr, self.size, fake.device, None)
-
-        class Stream:
-            def __init__(self, device=None):
-                fake.streams_made += 1
-
-            def wait_stream(self, other):
-                pass
-
-        class Graph:
-            def __init__(self):
-                self.work = []
-
-            def replay(self):
-                for w in self.work:
-                    w()
-
-        @contextlib.contextmanager
-        def graph(g, stream=None, capture_error_mode="global"):
-            g.generator_state = Tensor(8, 0)  # as capture_begin registers the RNG's seed/offset
-            fake.capturing = g
-            try:
-                yield
-            finally:
-                fake.capturing = None
-
-        self.Tensor = Tensor
-        self.module = types.SimpleNamespace(
-            Tensor=Tensor,
-            cuda=types.SimpleNamespace(
-                Stream=Stream, current_stream=lambda device=None: Stream(),
-                stream=lambda s: contextlib.nullcontext(), CUDAGraph=Graph, graph=graph))
-
-    def run(self, work):
-        """A kernel: runs now, or is recorded into the graph being captured."""
-        if self.capturing is not None:
-            self.capturing.work.append(work)
-        else:
-            work()
-
-
-@pytest.fixture
-def fake(lib, device, monkeypatch):
-    f = FakeTorch(lib, device)
-    monkeypatch.setitem(sys.modules, "torch", f.module)
-    monkeypatch.setattr(memplan_torch, "warm_up",
-                        lambda stream=None, device=None: f.warm_ups.append(stream))
-    return f
-
-
-def plus_one(fake, sizes=(64 * KiB, 16 * KiB)):
-    """A step body: scratch buffers, and an output of x's size holding x + 1."""
-    def fn(x):
-        scratch = [fake.Tensor(s, None) for s in sizes]
-        out = fake.Tensor(x.size, None)
-        fake.run(lambda: setattr(out, "value", x.value + 1))
-        del scratch
-        return out
-    return fn
+from fake_torch import KiB, plus_one
 
 
 def test_captures_after_stable_replays_and_launches_the_graph(fake, device):
@@ -118,14 +21,16 @@ def test_captures_after_stable_replays_and_launches_the_graph(fake, device):
         paths.append(g.last_path)
         values.append(out.value)
     # Call 4 captures as step "plus:graph", which records (the graph is dropped, the call runs
-    # eagerly); call 5 captures again and replays: the graph is kept.
-    assert paths == ["eager", "eager", "eager", "eager", "captured", "graph", "graph"]
+    # eagerly); call 5 captures again and replays: the graph is kept. Call 6 captures once more
+    # (compaction: the output call 5 held during the capture is gone) and launches that graph.
+    assert paths == ["eager", "eager", "eager", "eager", "captured", "recaptured", "graph"]
     assert values == [1, 11, 21, 31, 41, 51, 61]  # launches see the new input
-    assert g.stats["captures"] == 1 and g.stats["graph_launches"] == 3
+    assert g.stats["captures"] == 1 and g.stats["recaptures"] == 1
+    assert g.stats["graph_launches"] == 3
     assert g.stats["breaks"] == 0 and g.held_branches() == [("plus:graph", 0, 0)]
     stats = memplan.stats(device)
     assert stats["steps_recorded"] == 2  # "plus" and "plus:graph", once each
-    assert stats["steps_replayed"] == 4  # 3 eager + the kept capture
+    assert stats["steps_replayed"] == 5  # 3 eager, the kept capture and the recapture
 
 
 def test_each_key_has_its_own_count(fake, device):
@@ -224,8 +129,9 @@ def test_a_capture_that_allocates_differently_is_retried_once_and_then_launched(
         out = g(x)
         paths.append(g.last_path)
     # call 4 captures (the capture step's first: it records, with the mask) and runs eagerly;
-    # call 5 captures that branch again; the eager step never broke
-    assert paths == ["eager", "eager", "eager", "eager", "captured", "graph"]
+    # call 5 captures that branch again; the eager step never broke; call 6 recaptures (the
+    # mask again) into the same branch
+    assert paths == ["eager", "eager", "eager", "eager", "captured", "recaptured"]
     assert g.stats["breaks"] == 0 and g.stats["captures"] == 1 and out.value == 4
     assert memplan.stats(device)["breaks"] == 0
 
@@ -257,7 +163,7 @@ def test_a_step_that_leaves_an_output_in_the_plans_drops_the_graphs(fake, device
     # before it. The capture step, another step name, ends that placement for its own step's
     # outputs (they go to the pool from then on), so here a second function keeps outputs.
     fn = plus_one(fake)
-    g = memplan.graphs.GraphedStep("graphed", fn, capture_after=2, device=device)
+    g = memplan.graphs.GraphedStep("graphed", fn, capture_after=2, device=device, compact=False)
     x = fake.Tensor(4 * KiB, 1)
     out = None
     for _ in range(6):  # record, replay, replay, capture (recording), capture, launch
