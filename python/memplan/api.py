@@ -80,7 +80,8 @@ def configure(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_b
     ("trace", "debug", "info", "warn", "error", "critical", "off") or 0..6; plan_budget_ms: the
     planner's search time for one branch (default 200); share_pool_chunk: True lets the pool lend
     the plans the rest of its top chunk (docs/compiler.md, "The chunk the pool lends"; its chunk
-    is then chunk_bytes), False keeps it off, None the default (off)."""
+    is then chunk_bytes), False keeps it off, None the default: on, unless pool_chunk_bytes is
+    given and differs from chunk_bytes (True with such a pool chunk is InvalidArgument)."""
     levels = ("trace", "debug", "info", "warn", "error", "critical", "off")
     if isinstance(log_level, str):
         if log_level not in levels:

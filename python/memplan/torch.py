@@ -27,8 +27,10 @@ ROPE_PAIRS = ("interleaved", "halves")  # memplan_torch_rope_attention's rope_pa
 
 def install(chunk_bytes=0, reserve_bytes=0, pool_chunk_bytes=0, pool_reserve_bytes=0,
             alignment=0, log_level=None, plan_budget_ms=0, share_pool_chunk=None, library=None):
-    """Makes memplan PyTorch's CUDA allocator for this process (0 keeps an option's default).
-    Must run before the first CUDA allocation: PyTorch cannot swap an allocator in use."""
+    """Makes memplan PyTorch's CUDA allocator for this process (0 keeps an option's default;
+    the options are memplan.configure's: share_pool_chunk is on unless set False or a
+    pool_chunk_bytes other than chunk_bytes is given). Must run before the first CUDA
+    allocation: PyTorch cannot swap an allocator in use."""
     global _installed
     import torch
 

@@ -38,6 +38,9 @@ CompilerOptions default_compiler_options() {
   // segments) keep the pool's mapped bytes near its live bytes; 64 MiB chunks, the compiler's
   // default, cost a small model up to 64 MiB of padding.
   options.pool_chunk_bytes = kPoolChunkBytes;
+  // And the pool lends the plans the rest of its top chunk (docs/pytorch.md: on every model
+  // measured it saved a chunk or cost none; a graph's plans then share the pool's last chunk).
+  options.share_pool_chunk = true;
   return options;
 }
 
@@ -65,17 +68,18 @@ CompilerOptions to_compiler_options(const memplan_torch_options& c) {
     throw InvalidArgument(fmt::format(
         "share_pool_chunk {} is outside -1..1 (1 on, 0 the default, -1 off)", c.share_pool_chunk));
   }
-  if (c.share_pool_chunk != 0) {
-    options.share_pool_chunk = c.share_pool_chunk == 1;
-    // The lent chunk is mapped by both, so the two chunks are one size.
-    if (options.share_pool_chunk && c.pool_chunk_bytes != 0 &&
-        c.pool_chunk_bytes != options.chunk_bytes) {
-      throw InvalidArgument(fmt::format(
-          "share_pool_chunk needs pool_chunk_bytes equal to chunk_bytes ({} B), got {} B",
-          options.chunk_bytes, c.pool_chunk_bytes));
-    }
-    if (options.share_pool_chunk) options.pool_chunk_bytes = options.chunk_bytes;
+  // The lent chunk is mapped by both, so the two chunks are one size: asked for (1), sharing
+  // refuses another pool chunk; by default (0) it yields to one.
+  const bool pool_chunk_differs =
+      c.pool_chunk_bytes != 0 && c.pool_chunk_bytes != options.chunk_bytes;
+  if (c.share_pool_chunk == 1 && pool_chunk_differs) {
+    throw InvalidArgument(
+        fmt::format("share_pool_chunk needs pool_chunk_bytes equal to chunk_bytes ({} B), got {} B",
+                    options.chunk_bytes, c.pool_chunk_bytes));
   }
+  options.share_pool_chunk =
+      c.share_pool_chunk == 1 || (c.share_pool_chunk == 0 && !pool_chunk_differs);
+  if (options.share_pool_chunk) options.pool_chunk_bytes = options.chunk_bytes;
   return options;
 }
 

@@ -206,6 +206,29 @@ TEST(CApi, PlanBudgetIsAnOption) {
   EXPECT_EQ(now.plan_budget_ms, 200);  // the defaults, not the configured options
 }
 
+TEST(CApi, SharingThePoolChunkIsTheDefaultAndYieldsToAnotherPoolChunk) {
+  memplan_torch_options options;
+  memplan_torch_default_options(&options);
+  EXPECT_EQ(options.share_pool_chunk, 1);
+  EXPECT_EQ(options.pool_chunk_bytes, options.chunk_bytes);  // one size: the lent chunk is both's
+  memplan_torch_options other_pool_chunk{};                  // zeros: the defaults
+  other_pool_chunk.log_level = -1;
+  other_pool_chunk.chunk_bytes = 2 << 20;
+  other_pool_chunk.pool_chunk_bytes = 4 << 20;
+  EXPECT_EQ(memplan_torch_configure(&other_pool_chunk), MEMPLAN_OK) << last_error();  // off
+  other_pool_chunk.share_pool_chunk = 1;  // asked for: refused, with both sizes
+  EXPECT_EQ(memplan_torch_configure(&other_pool_chunk), MEMPLAN_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("share_pool_chunk needs pool_chunk_bytes equal to chunk_bytes "
+                              "(2097152 B), got 4194304 B"),
+            std::string::npos)
+      << last_error();
+  other_pool_chunk.share_pool_chunk = 2;
+  EXPECT_EQ(memplan_torch_configure(&other_pool_chunk), MEMPLAN_E_INVALID_ARGUMENT);
+  memplan_torch_options defaults{};
+  defaults.log_level = -1;
+  ASSERT_EQ(memplan_torch_configure(&defaults), MEMPLAN_OK) << last_error();
+}
+
 // A policy as a C caller writes one: the fields it sets named, query_blocks_per_list left out.
 memplan_torch_attention_policy c_policy(int mode) {
   return {.mode = mode,

@@ -59,7 +59,8 @@ typedef struct memplan_torch_options {
   int log_level; /* 0 trace, 1 debug, 2 info, 3 warn, 4 error, 5 critical, 6 off; -1 unchanged */
   int64_t plan_budget_ms; /* the planner's search time for one branch (default 200) */
   /* 1: the pool lends the plans the rest of its top chunk (CompilerOptions::share_pool_chunk,
-   * docs/compiler.md "The chunk the pool lends"); 0 keeps the default (off); -1 off. */
+   * docs/compiler.md "The chunk the pool lends"; needs pool_chunk_bytes 0 or chunk_bytes);
+   * -1 off; 0 the default: on, unless pool_chunk_bytes differs from chunk_bytes. */
   int share_pool_chunk;
 } memplan_torch_options;
 

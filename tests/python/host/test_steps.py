@@ -182,7 +182,7 @@ def test_plan_epoch_counts_what_graphs_depend_on(alloc, device):
 
 
 def test_settle_sends_the_plans_home_with_share_pool_chunk(lib):
-    assert memplan.default_options()["share_pool_chunk"] == -1  # off
+    assert memplan.default_options()["share_pool_chunk"] == 1  # on in the C API's door
     with pytest.raises(memplan.InvalidArgument, match="pool_chunk_bytes equal to chunk_bytes"):
         memplan.configure(chunk_bytes=2 * MiB, pool_chunk_bytes=4 * MiB, share_pool_chunk=True)
     memplan.configure(reserve_bytes=256 * MiB, chunk_bytes=2 * MiB, pool_reserve_bytes=256 * MiB,
@@ -218,7 +218,7 @@ def test_settle_sends_the_plans_home_with_share_pool_chunk(lib):
     finally:
         memplan.configure(reserve_bytes=256 * MiB, chunk_bytes=2 * MiB,
                           pool_reserve_bytes=256 * MiB, pool_chunk_bytes=2 * MiB,
-                          share_pool_chunk=False)
+                          log_level="off")  # the session's options (conftest.py)
 
 
 def test_settle_does_nothing_without_share_pool_chunk(alloc, device):
