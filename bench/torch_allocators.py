@@ -83,22 +83,26 @@ ALLOCATORS = ("caching", "async", "memplan", "memplan-graphs", "caching-graphs")
 GRAPHS = ("memplan-graphs", "caching-graphs")
 
 # name: (quick settings, full settings); steps are measured after the warm-up steps. memplan-
-# graphs needs 5 warm-up steps: record, replay twice (capture_after=2), capture (the capture
-# step's first, which records its branch: the graph is dropped), and the capture kept; the 6th is the first
-# launch, after the trim / empty_cache before the last warm-up step, which so comes after the
-# capture (what eager steps held for their outputs is given back then). `repeats` caps
+# graphs needs 6 warm-up steps: record, replay twice (capture_after=2), capture (the capture
+# step's first, which records its branch: the graph is dropped), the capture kept, and its first
+# launch, which captures once more (GraphedStep's compaction: the eager output the loop held
+# during the capture is gone, its room takes the graph's outputs); the trim / empty_cache before
+# the last warm-up step comes after it, once the loop dropped the first capture's outputs (what
+# eager steps held for their outputs is given back then too). `repeats` caps
 # the repeats of a model whose runs are long (dit75k: ~10 GiB of weights made per process).
 # dit8k's first four steps run dense attention (outside the window 0.2-1.0 of its 20 steps) and
 # the fifth changes path: memplan-graphs then breaks once, records the sparse path, replays it
 # twice and captures, so its first launch is step 8 (measured: 2026-12-02, with 16 steps the
-# capture fell in the measured steps); 10 warm-up steps keep that out of the measured ones.
+# capture fell in the measured steps); 10 warm-up steps keep that out of the measured ones. The
+# DiT's loop updates one state tensor in place and keeps it: no output of a call dies, so its
+# graphs are never captured again.
 MODELS = {
     "dit8k": (dict(tokens=8192, blocks=8, steps=8, warmup=10),
               dict(tokens=8192, blocks=30, steps=10, warmup=10)),
     "dit75k": (None, dict(tokens=75600, blocks=30, steps=3, warmup=6, repeats=1)),
-    "llama": (dict(steps=8, warmup=6), dict(steps=10, warmup=6)),
-    "vit": (dict(steps=8, warmup=6), dict(steps=10, warmup=6)),
-    "resnet50": (dict(steps=8, warmup=6), dict(steps=10, warmup=6)),
+    "llama": (dict(steps=8, warmup=7), dict(steps=10, warmup=7)),
+    "vit": (dict(steps=8, warmup=7), dict(steps=10, warmup=7)),
+    "resnet50": (dict(steps=8, warmup=7), dict(steps=10, warmup=7)),
 }
 
 
@@ -247,7 +251,7 @@ def worker(args):
 
     memplan_mode = args.allocator.startswith("memplan")
     if memplan_mode:
-        memplan.torch.install(share_pool_chunk=args.share_pool_chunk or None)
+        memplan.torch.install(share_pool_chunk=False if args.no_share_pool_chunk else None)
     torch.cuda.init()
     free, total = torch.cuda.mem_get_info()
     used_before = total - free
@@ -381,7 +385,7 @@ def cublas_environment(env, setting):
 
 
 def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None, cublas=":4096:8",
-            share_pool_chunk=False):
+            no_share_pool_chunk=False):
     path = os.path.join(out_dir, "runs", f"{model}.{allocator}.{repeat}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     env = dict(os.environ)
@@ -392,7 +396,7 @@ def run_one(model, allocator, quick, out_dir, repeat, timeout, pin=None, cublas=
     env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
     command = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
                "--allocator", allocator, "--json", path] + (["--quick"] if quick else []) \
-        + (["--share-pool-chunk"] if share_pool_chunk else [])
+        + (["--no-share-pool-chunk"] if no_share_pool_chunk else [])
     if pin is not None:  # the whole process on one core, as torch_host_time.py runs its rounds
         command = ["taskset", "-c", str(pin)] + command
     start = time.perf_counter()
@@ -570,7 +574,7 @@ def driver(args):
             for allocator in order:
                 r = (_earlier_run(model, allocator, repeat, args.out) if args.resume else None) \
                     or run_one(model, allocator, args.quick, args.out, repeat, args.timeout,
-                               args.pin, args.cublas_workspace_config, args.share_pool_chunk)
+                               args.pin, args.cublas_workspace_config, args.no_share_pool_chunk)
                 r["repeat"] = repeat
                 runs.append(r)
                 status = r.get("error", "").splitlines()[-1:] or [
@@ -585,7 +589,7 @@ def driver(args):
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {device}, "
               f"PyTorch {torch_version}, CUBLAS_WORKSPACE_CONFIG "
               f"{args.cublas_workspace_config}"
-              f"{', memplan share_pool_chunk' if args.share_pool_chunk else ''})")
+              f"{', memplan share_pool_chunk off' if args.no_share_pool_chunk else ''})")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "torch_allocators.json"), "w") as f:
         json.dump({"header": header, "rows": rows, "runs": runs}, f, indent=1)
@@ -616,9 +620,9 @@ def main():
     parser.add_argument("--resume", action="store_true",
                         help="take the runs already recorded in <out>/runs instead of running "
                              "them again (a table of several repeats made in several sittings)")
-    parser.add_argument("--share-pool-chunk", action="store_true",
-                        help="memplan rows: the pool lends the plans the rest of its top chunk "
-                             "(memplan.torch.install(share_pool_chunk=True))")
+    parser.add_argument("--no-share-pool-chunk", action="store_true",
+                        help="memplan rows: the pool keeps its top chunk to itself "
+                             "(memplan.torch.install(share_pool_chunk=False); on by default)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--allocator", choices=ALLOCATORS, help=argparse.SUPPRESS)
