@@ -26,11 +26,15 @@ def lib():
     return library
 
 
-@pytest.fixture
-def device(lib):
+def _fresh_device():
     d = next(_devices)
     memplan.init(d)
     return d
+
+
+@pytest.fixture
+def device(lib):
+    return _fresh_device()
 
 
 class Allocator:
@@ -67,6 +71,4 @@ def fake(lib, device, monkeypatch):
 @pytest.fixture
 def another_device(lib):
     """A second fresh device, for a control run beside the test's own."""
-    d = next(_devices)
-    memplan.init(d)
-    return d
+    return _fresh_device()
