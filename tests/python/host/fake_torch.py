@@ -4,6 +4,7 @@ over the real compiler without a GPU; and plus_one, a step body to graph."""
 
 import contextlib
 import types
+import weakref
 
 KiB = 1 << 10
 
@@ -17,13 +18,27 @@ class FakeTorch:
         self.streams_made = 0
         self.warm_ups = []  # the streams memplan.torch.warm_up was called for (None: current)
         self.graphs_registered, self.generator_state = 0, None
+        # Device memory, as far as a test can see it: a tensor's value lives at its address, so
+        # two live tensors given the same address, or a graph writing memory handed out again,
+        # show as wrong values. live: every live tensor, for overlap checks.
+        self.memory, self.live = {}, weakref.WeakSet()
         fake = self
 
         class Tensor:
             def __init__(self, size, value):
-                self.size, self.nbytes, self.value = size, size, value
+                self.size, self.nbytes = size, size
                 self.ptr = fake.lib.memplan_torch_alloc(size, fake.device, None)
                 self.shape, self.dtype, self.device = (size,), "bf16", f"cuda:{fake.device}"
+                self.value = value
+                fake.live.add(self)
+
+            @property
+            def value(self):
+                return fake.memory.get(self.ptr)
+
+            @value.setter
+            def value(self, v):
+                fake.memory[self.ptr] = v
 
             def data_ptr(self):
                 return self.ptr
@@ -102,3 +117,9 @@ def plus_one(fake, sizes=(64 * KiB, 16 * KiB)):
         del scratch
         return out
     return fn
+
+
+def overlapping(fake):
+    """Pairs of live tensors whose bytes overlap (none, if memplan hands out memory right)."""
+    spans = sorted((t.ptr, t.ptr + t.nbytes, id(t)) for t in list(fake.live))
+    return [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]
