@@ -32,15 +32,17 @@ per-stream state for it (the cuBLAS workspaces) is made when the stream is, in a
 (the function synchronises with the host, say) stays eager. With enabled=False nothing new is
 captured (graphs captured while it was True still launch); a GraphedStep never enabled runs each
 call as `with memplan.step(name)` on the caller's stream (warmed up once, as the side stream is).
-Before each capture the helper calls memplan.settle() (with share_pool_chunk, the plans go home
-into the pool's top chunk when nothing lives in the arena; a no-op otherwise).
+Before each capture the helper calls memplan.settle() (with share_pool_chunk, on by default, the
+plans go home into the pool's top chunk when nothing lives in the arena; a no-op otherwise).
 Compaction (compact=True, the default): a capture allocates its static outputs while the caller
 still holds the output of the call before (`out = step(x)` keeps it until the call returns), so
 they land past it in the persistent pool. When every output the caller held during the capture
 has died and one of them lay below the graph's outputs, the next launch captures once more, on
 the same static inputs (no new step name, no settle: the plans stay where the graph has them);
-the new static outputs go where the pool's best fit puts them now, and the new graph is kept only
-if its outputs end lower than the old ones (else it is dropped and the old one launches). The old
+the new static outputs go where the pool puts them now (the lowest block that fits in their size
+class: the room the dead output left, if it holds them), and the new graph is kept only if it
+replayed the same branch and its outputs end lower than the old ones (else it is dropped and the
+old one launches). The old
 outputs become free pool memory once the caller drops them; memplan.graphs.trim() unmaps them.
 So, once per key, the result is new tensors: use each call's return value (as with any graph,
 clone what you keep).
