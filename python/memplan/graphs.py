@@ -199,9 +199,12 @@ class GraphedStep:
         self.stream.wait_stream(caller)
         try:
             with torch.cuda.stream(self.stream):
-                recaptured = (entry.graph is not None and not self._moved(entry)
-                              and self._room_freed_below(entry) and self._recapture(entry))
-                if entry.graph is not None and not self._moved(entry):  # a recapture may break
+                launchable = entry.graph is not None and not self._moved(entry)
+                recaptured = False
+                if launchable and self._room_freed_below(entry):
+                    recaptured = self._recapture(entry)
+                    launchable = not self._moved(entry)  # a recapture that breaks may move plans
+                if launchable:
                     out = self._launch(entry, args)
                     self.last_path = "recaptured" if recaptured else "graph"
                 elif (self.enabled and not entry.uncapturable
