@@ -121,14 +121,24 @@ bool Compiler::Impl::move_home(Bytes need) {
 }
 
 // Home, with [window, window + extent) mapped (on the chunks the old window leaves, where it can)
-// and nothing else: the caller has made sure nothing of the arena is live.
+// and nothing else: the caller has made sure nothing of the arena is live. When the memory for
+// home is not there (the loan's chunk or a plan's could not be mapped), every chunk goes and the
+// loan ends, so no chunk outlives the plans it held; the next step maps its plan where the window
+// is, a step never seen tries home again, and the error goes on to the caller.
 void Compiler::Impl::go_home(Bytes need, Bytes extent) {
-  if (!move_home(need)) {
-    arena.ensure_mapped(rogues.window(), extent);
-    return;
+  try {
+    if (move_home(need)) {
+      const arena::ByteRange keep = PlannedArena::range(rogues.window(), extent);
+      arena.raw().remap({&keep, 1});
+      return;
+    }
+  } catch (const Error&) {
+    arena.raw().keep_only(live_ranges());  // nothing is live: every chunk
+    end_loan();
+    home_stale = true;
+    throw;
   }
-  const arena::ByteRange keep = PlannedArena::range(rogues.window(), extent);
-  arena.raw().remap({&keep, 1});
+  arena.ensure_mapped(rogues.window(), extent);  // a failure leaves the arena as it was
 }
 
 // Home, with nothing of the arena live (the caller's check), the plans mapped there if they are

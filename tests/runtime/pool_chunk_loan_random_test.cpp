@@ -88,6 +88,14 @@ class PhysicalModel : private HostHolder, public arena::ForwardingBackend {
   std::size_t peak_bytes() const { return peak_bytes_; }
   // Model violations seen by the backend calls themselves (taken: each is reported once).
   std::vector<std::string> take_errors() { return std::exchange(errors_, {}); }
+  // From now on one create_chunk in `create_one_in` and one map in `map_one_in` (0: none) throw
+  // OutOfMemory, at random from `seed`: the device (or the host, out of mappings) refusing
+  // memory past any budget, at any call.
+  void fail_now_and_then(unsigned create_one_in, unsigned map_one_in, unsigned seed) {
+    create_fail_one_in_ = create_one_in;
+    map_fail_one_in_ = map_one_in;
+    faults_.seed(seed);
+  }
 
   // The physical pieces of [p, p + size); false when a byte of it is not mapped.
   bool pieces(const void* p, std::size_t size, std::vector<Piece>& out) const {
@@ -108,6 +116,7 @@ class PhysicalModel : private HostHolder, public arena::ForwardingBackend {
 
  private:
   arena::ChunkHandle do_create_chunk(std::size_t bytes) override {
+    if (injected_failure(create_fail_one_in_)) throw OutOfMemory("injected: create_chunk");
     const arena::ChunkHandle h = upstream().create_chunk(bytes);
     if (chunks_.contains(h)) errors_.push_back("the upstream handed out a live handle");
     chunks_[h] = Chunk{.id = ++next_id_, .bytes = bytes};
@@ -137,6 +146,7 @@ class PhysicalModel : private HostHolder, public arena::ForwardingBackend {
     upstream().release_chunk(h);
   }
   void do_map(void* va, std::size_t bytes, arena::ChunkHandle h) override {
+    if (injected_failure(map_fail_one_in_)) throw OutOfMemory("injected: map");
     upstream().map(va, bytes, h);
     const auto a = reinterpret_cast<std::uintptr_t>(va);
     auto next = mappings_.lower_bound(a);
@@ -167,6 +177,15 @@ class PhysicalModel : private HostHolder, public arena::ForwardingBackend {
       it = mappings_.erase(it);
     }
   }
+
+  bool injected_failure(unsigned one_in) {
+    const bool fail = one_in != 0 && faults_() % one_in == 0;
+    if (fail && std::getenv("MEMPLAN_LOAN_TRACE") != nullptr) std::printf("  backend fails\n");
+    return fail;
+  }
+  unsigned map_fail_one_in_ = 0;
+  unsigned create_fail_one_in_ = 0;
+  std::mt19937 faults_;
 
   std::unordered_map<arena::ChunkHandle, Chunk> chunks_;
   std::unordered_map<std::uint64_t, arena::ChunkHandle> by_id_;
@@ -298,10 +317,11 @@ struct RunCounts {
   std::uint64_t trim_tos = 0;
   std::uint64_t settles = 0;
   std::uint64_t settle_moves = 0;
+  std::uint64_t settles_refused = 0;  // settle() threw OutOfMemory
   std::uint64_t pool_allocations = 0;
   std::uint64_t misaligned = 0;           // pointers not aligned as asked
   std::uint64_t graph_state_buffers = 0;  // held branches' buffers whose bytes trim_to kept
-  std::uint64_t out_of_memory = 0;        // calls refused by the memory budget
+  std::uint64_t out_of_memory = 0;        // calls refused: the memory budget, a failing backend
   std::uint64_t no_plan = 0;              // end_step's planner found no plan (see its test)
   std::size_t sampled_peak = 0;  // max of mapped_bytes + pool_mapped_bytes, after each step/op
   std::size_t model_peak = 0;    // chunks created and not released, at most
@@ -329,6 +349,7 @@ struct RunCounts {
     trim_tos += o.trim_tos;
     settles += o.settles;
     settle_moves += o.settle_moves;
+    settles_refused += o.settles_refused;
     pool_allocations += o.pool_allocations;
     misaligned += o.misaligned;
     graph_state_buffers += o.graph_state_buffers;
@@ -596,7 +617,17 @@ class LoanRun {
       note("settle");
       record({.kind = Event::Settle});
       const std::uint64_t moves = h_.compiler().stats().window_moves;
-      const bool moved = h_.compiler().settle();
+      bool moved = false;
+      try {
+        moved = h_.compiler().settle();
+      } catch (const OutOfMemory&) {
+        // No chunk for the plans at home (a budget, a failing backend): home with nothing of
+        // the arena mapped, so no chunk outlives the plans it held (checked below).
+        ++counts_.out_of_memory;
+        ++counts_.settles_refused;
+        moved = h_.compiler().stats().window_moves != moves;
+        if (h_.compiler().stats().mapped_bytes != 0) fail("settle", "it failed but left chunks");
+      }
       const std::uint64_t after = h_.compiler().stats().window_moves;
       if (after != moves + (moved ? 1 : 0)) {
         fail("settle", "returned " + std::to_string(moved) + " but the window moved " +
@@ -768,13 +799,15 @@ class LoanRun {
     const int t2 = next_id_++;
     std::vector<int> due = due_inside();
     const Stats before = h_.compiler().stats();
+    std::vector<Buf> step_buffers;
     try {
       record({.kind = Event::Begin, .names = "p2"});
       auto guard = h_.compiler().step("p2");
       inside_ops(due);
       allocate(t1, p2_sizes_[0], false);
+      step_buffers.push_back(live_.at(t1));
       allocate(t2, p2_sizes_[1], false);
-      std::vector<Buf> step_buffers{live_.at(t1), live_.at(t2)};
+      step_buffers.push_back(live_.at(t2));
       release(t1);
       inside_ops(due);
       if (prev >= 0 && !keep_prev && p2_free_ == P2Free::EarlyInNext) release(prev);
@@ -797,8 +830,11 @@ class LoanRun {
       check_replay_kept_window(adjusted, r);
     } catch (const OutOfMemory&) {
       // Under a budget: the step was aborted; what it left is freed, and the habit starts over.
+      // An abort trims nothing: the chunks its buffers touched (as rogues, the window moved
+      // clear of them) may stay mapped until a trim.
       record({.kind = Event::Aborted});
       ++counts_.out_of_memory;
+      for (const Buf& b : step_buffers) touch(b);
       for (const int id : due) release(id);
       for (const int id : {t1, t2, out, prev}) {
         if (id >= 0 && live_.contains(id)) release(id);
@@ -1230,6 +1266,15 @@ int steps_per_run() {
   const char* n = std::getenv("MEMPLAN_LOAN_STEPS");
   return n != nullptr ? std::max(1, std::atoi(n)) : kStepsPerRun;
 }
+// The runs of a test with one run per seed: `defaults`, or MEMPLAN_LOAN_SEEDS' seeds, or the one
+// MEMPLAN_LOAN_RUN names; and its steps: 400, or MEMPLAN_LOAN_STEPS.
+std::vector<unsigned> one_run_seeds(std::vector<unsigned> defaults) {
+  if (const char* one = std::getenv("MEMPLAN_LOAN_RUN")) {
+    return {static_cast<unsigned>(std::atoi(one))};
+  }
+  return std::getenv("MEMPLAN_LOAN_SEEDS") != nullptr ? seeds() : defaults;
+}
+int one_run_steps() { return std::getenv("MEMPLAN_LOAN_STEPS") != nullptr ? steps_per_run() : 400; }
 
 TEST(PoolChunkLoanRandom, NoBufferIsOverwrittenAndThePeakBesideTheControlIsReported) {
   const auto started = std::chrono::steady_clock::now();
@@ -1352,18 +1397,13 @@ TEST(PoolChunkLoanRandom, NoBufferIsOverwrittenAndThePeakBesideTheControlIsRepor
 // buffer overwritten and no stats wrong either, and the budget holds for the chunks alive.
 TEST(PoolChunkLoanRandom, UnderAMemoryBudgetNoBufferIsOverwritten) {
   RunCounts shared;
-  std::vector<unsigned> run_seeds = {1u, 2u, 3u, 4u};
-  if (std::getenv("MEMPLAN_LOAN_SEEDS") != nullptr) run_seeds = seeds();
-  if (const char* one = std::getenv("MEMPLAN_LOAN_RUN")) {
-    run_seeds = {static_cast<unsigned>(std::atoi(one))};
-  }
   const bool share = std::getenv("MEMPLAN_LOAN_CONTROL") == nullptr;
-  for (const unsigned run_seed : run_seeds) {
+  for (const unsigned run_seed : one_run_seeds({1u, 2u, 3u, 4u})) {
     SCOPED_TRACE("seed " + std::to_string(run_seed));
     std::mt19937 pick(run_seed);
     const std::size_t budget = (12 + pick() % 10) * kMiB;
     LoanRun run(run_seed, share, /*poison=*/false, budget);
-    run.run(std::getenv("MEMPLAN_LOAN_STEPS") != nullptr ? steps_per_run() : 400);
+    run.run(one_run_steps());
     ASSERT_FALSE(run.failed()) << "seed " << run_seed;
     EXPECT_LE(run.counts().model_peak, budget) << "chunks alive past the budget";
     shared.add(run.counts());
@@ -1378,6 +1418,37 @@ TEST(PoolChunkLoanRandom, UnderAMemoryBudgetNoBufferIsOverwritten) {
       static_cast<unsigned long long>(shared.no_plan));
   EXPECT_GT(shared.out_of_memory, 0u);
   EXPECT_GT(shared.steps_with_loan, 0u);
+}
+
+// The device may refuse a chunk or a mapping past any budget (another process took the memory;
+// the host ran out of mappings): every backend call that creates or maps memory fails now and
+// then. Each failure must leave the compiler as the model expects: no buffer overwritten, the
+// stats equal to the chunks mapped, no chunk kept beside the plans and the live buffers (an
+// aborted step's chunks until a trim, settle()'s none). MEMPLAN_LOAN_SEEDS / _STEPS / _RUN as
+// above.
+TEST(PoolChunkLoanRandom, BackendFailuresAtAnyCallLeaveNoBufferOverwrittenNorChunkBehind) {
+  RunCounts shared;
+  for (const unsigned run_seed : one_run_seeds({1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u})) {
+    SCOPED_TRACE("seed " + std::to_string(run_seed));
+    LoanRun run(run_seed, /*share=*/true);
+    // Most steps replay without a backend call, so each call that does come fails often.
+    run.harness().backend().fail_now_and_then(/*create_one_in=*/5, /*map_one_in=*/12, run_seed);
+    run.run(one_run_steps());
+    ASSERT_FALSE(run.failed()) << "seed " << run_seed;
+    shared.add(run.counts());
+  }
+  std::printf(
+      "backend failing now and then: %llu steps, %llu refused calls (%llu of them settle), %llu "
+      "with a loan, %llu window moves, %llu aborted\n",
+      static_cast<unsigned long long>(shared.steps),
+      static_cast<unsigned long long>(shared.out_of_memory),
+      static_cast<unsigned long long>(shared.settles_refused),
+      static_cast<unsigned long long>(shared.steps_with_loan),
+      static_cast<unsigned long long>(shared.window_moves),
+      static_cast<unsigned long long>(shared.aborted));
+  EXPECT_GT(shared.out_of_memory, shared.steps / 50);
+  EXPECT_GT(shared.steps_with_loan, 0u);
+  EXPECT_GT(shared.settle_moves, 0u);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -1623,6 +1694,34 @@ TEST(PoolChunkLoanFound, AModelCalledInALoopTakesTheLoan) {
   EXPECT_GT(st.pool_lent_bytes, 0u);
   EXPECT_LE(st.mapped_bytes + st.pool_mapped_bytes, kChunk)
       << "arena " << st.mapped_bytes << " B, pool " << st.pool_mapped_bytes << " B";
+}
+
+// settle() whose mapping failed (the device refusing memory past any budget) left the old
+// window's chunks mapped beside plans that had moved home, and a loan whose chunk the arena did
+// not map: chunks no plan and no buffer used, until a trim. Now it leaves nothing mapped.
+TEST(PoolChunkLoanFound, ASettleThatCannotMapHomeLeavesNothingMappedAndNoLoan) {
+  ModeledHarness h;
+  h.allocate(100, 300 * kKiB, {}, /*paused=*/true);
+  // Buffer 50 outlives the first step (a rogue at the window's start): the window moves clear.
+  h.run_step({alloc(50, kChunk / 4), alloc(2, kChunk / 4), free_(2)}, "first");
+  const Program work = {alloc(1, kChunk), alloc(2, kChunk / 2), free_(1), free_(2)};
+  h.run_step(work, "work");
+  h.release(50);
+  h.run_step(work, "work");
+  const Stats away = h.compiler().stats();
+  ASSERT_GT(away.mapped_bytes, 0u);
+  h.backend().fail_now_and_then(/*create_one_in=*/1, /*map_one_in=*/1, /*seed=*/1);
+  EXPECT_THROW((void)h.compiler().settle(), OutOfMemory);
+  const Stats failed = h.compiler().stats();
+  EXPECT_EQ(failed.mapped_bytes, 0u);
+  EXPECT_EQ(failed.pool_lent_bytes, 0u);
+  EXPECT_EQ(h.backend().take_errors(), std::vector<std::string>{});
+  h.backend().fail_now_and_then(0, 0, 0);
+  h.run_step(work, "work");  // maps its plan where the window is
+  h.run_step(work, "work");
+  h.expect_all_intact();
+  EXPECT_EQ(h.compiler().stats().steps_replayed, away.steps_replayed + 2);
+  EXPECT_EQ(h.compiler().stats().live_rogues, 0u);
 }
 
 // A pause buffer that every step allocates and frees (a host staging buffer, say) is not a

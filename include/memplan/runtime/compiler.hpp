@@ -239,7 +239,8 @@ class Compiler {
   // are mapped there (backend calls); graphs over the old addresses see Stats::window_moves. A
   // capture layer calls it before it captures, once the pool holds what it will hold. Returns
   // whether the window moved; false (and nothing done) without share_pool_chunk. InvalidState in
-  // a step.
+  // a step; OutOfMemory when the memory to map the plans (or the pool's chunk) at home is not
+  // there: then nothing of the arena is mapped and no loan is out (the next step maps its plan).
   bool settle();
 
   // The arena's base address: stable for the compiler's life.
