@@ -33,7 +33,9 @@ per-stream state for it (the cuBLAS workspaces) is made when the stream is, in a
 captured (graphs captured while it was True still launch); a GraphedStep never enabled runs each
 call as `with memplan.step(name)` on the caller's stream (warmed up once, as the side stream is).
 Before each capture the helper calls memplan.settle() (with share_pool_chunk, on by default, the
-plans go home into the pool's top chunk when nothing lives in the arena; a no-op otherwise).
+plans go home into the pool's top chunk when nothing lives in the arena; a no-op otherwise); a
+settle that finds no memory to map them at home (OutOfMemory, nothing of the arena mapped then)
+is counted in stats["settle_failures"] and the capture goes on, mapping its plan where it is.
 Compaction (compact=True, the default): a capture allocates its static outputs while the caller
 still holds the output of the call before (`out = step(x)` keeps it until the call returns), so
 they land past it in the persistent pool. When every output the caller held during the capture
@@ -61,7 +63,7 @@ tensors' contents, not on host values that change per call (pass a timestep as a
 import contextlib
 import weakref
 
-from . import api
+from . import api, errors
 
 _live_steps = weakref.WeakSet()
 
@@ -135,7 +137,7 @@ class GraphedStep:
         self._stream = None  # made with the first call that may capture
         self.stats = {"steps": 0, "eager_steps": 0, "captures": 0, "graph_launches": 0,
                       "breaks": 0, "invalidations": 0, "capture_failures": 0,
-                      "recaptures": 0, "recaptures_dropped": 0}
+                      "recaptures": 0, "recaptures_dropped": 0, "settle_failures": 0}
         self.last_result = None  # end_step's dict of the last step the function ran in
         self.last_path = None  # how the last call ran: "eager", "captured", "recaptured", "graph"
         self.last_capture_error = None
@@ -262,7 +264,10 @@ class GraphedStep:
         # The graph freezes the plans' addresses: with share_pool_chunk, they go home first (into
         # the pool's top chunk) if nothing lives in the arena. A move stales the other keys'
         # graphs (plan epoch), which recapture.
-        api.settle(self.device)
+        try:
+            api.settle(self.device)
+        except errors.OutOfMemory:
+            self.stats["settle_failures"] += 1  # an optimisation missed: the capture goes on
         captured = self._captured_step(static_inputs)
         if captured is None:
             entry.uncapturable = True

@@ -33,6 +33,33 @@ def test_captures_after_stable_replays_and_launches_the_graph(fake, device):
     assert stats["steps_replayed"] == 5  # 3 eager, the kept capture and the recapture
 
 
+def test_a_settle_that_finds_no_memory_is_counted_and_the_capture_goes_on(fake, device,
+                                                                          monkeypatch):
+    # settle() raises OutOfMemory when the plans cannot be mapped at home (the device refusing
+    # memory), leaving nothing of the arena mapped: the capture maps its plan where it is.
+    refused = []
+
+    def settle_refused(dev=None):
+        refused.append(dev)
+        raise memplan.errors.OutOfMemory("settle: out of memory (injected)")
+
+    monkeypatch.setattr(memplan.graphs.api, "settle", settle_refused)
+    g = memplan.graphs.GraphedStep("plus", plus_one(fake), capture_after=2, device=device,
+                                   compact=False)
+    x = fake.Tensor(4 * KiB, 10)
+    paths, values = [], []
+    for i in range(7):
+        x.value = 10 * i
+        out = g(x)
+        paths.append(g.last_path)
+        values.append(out.value)
+    # Call 4's capture records (its graph dropped), call 5's replays: one settle before each.
+    assert paths == ["eager"] * 4 + ["captured", "graph", "graph"]
+    assert values == [10 * i + 1 for i in range(7)]
+    assert refused == [device, device] and g.stats["settle_failures"] == 2
+    assert g.stats["captures"] == 1 and g.stats["capture_failures"] == 0
+
+
 def test_each_key_has_its_own_count(fake, device):
     g = memplan.graphs.GraphedStep("keys", plus_one(fake), capture_after=1, device=device)
     small, large = fake.Tensor(4 * KiB, 1), fake.Tensor(8 * KiB, 1)
