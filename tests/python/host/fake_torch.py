@@ -1,6 +1,7 @@
 """A stand-in for the few torch calls memplan.graphs makes (streams, tensors whose memory comes from
 the host library, a graph that records closures and replays them), so GraphedStep's policy runs
-over the real compiler without a GPU; and plus_one, a step body to graph."""
+over the real compiler without a GPU; plus_one, a step body to graph; and loop, the caller's loop
+around a GraphedStep."""
 
 import contextlib
 import types
@@ -117,6 +118,20 @@ def plus_one(fake, sizes=(64 * KiB, 16 * KiB)):
         del scratch
         return out
     return fn
+
+
+def loop(g, x, calls, keep=None):
+    """`out = g(x)` `calls` times, with x.value = 10 * i before call i (the old output lives until
+    the call returns, as in a loop; with `keep`, a list, every output is kept there); returns each
+    call's (path, output address, value)."""
+    seen, out = [], None
+    for i in range(calls):
+        x.value = 10 * i
+        out = g(x)
+        seen.append((g.last_path, out.data_ptr(), out.value))
+        if keep is not None:
+            keep.append(out)
+    return seen
 
 
 def overlapping(fake):

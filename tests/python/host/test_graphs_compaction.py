@@ -7,29 +7,15 @@ import sys
 
 import memplan
 import memplan.graphs
-from fake_torch import FakeTorch, plus_one
+from fake_torch import FakeTorch, loop, plus_one
 
 MiB = 1 << 20
-
-
-def run(g, x, calls, keep=None):
-    """`out = g(x)` `calls` times (the old output lives until the call returns, as in a loop;
-    with `keep`, a list, every output is kept there); returns each call's (path, output address,
-    value)."""
-    seen, out = [], None
-    for i in range(calls):
-        x.value = 10 * i
-        out = g(x)
-        seen.append((g.last_path, out.data_ptr(), out.value))
-        if keep is not None:
-            keep.append(out)
-    return seen
 
 
 def test_the_recapture_puts_the_outputs_where_the_callers_old_output_was(fake, device):
     g = memplan.graphs.GraphedStep("compact", plus_one(fake), capture_after=2, device=device)
     x = fake.Tensor(3 * MiB, 0)
-    seen = run(g, x, 8)
+    seen = loop(g, x, 8)
     paths = [p for p, _, _ in seen]
     assert paths == ["eager"] * 4 + ["captured", "recaptured", "graph", "graph"]
     assert [v for _, _, v in seen] == [10 * i + 1 for i in range(8)]
@@ -50,7 +36,7 @@ def test_the_pool_holds_less_once_the_old_outputs_are_trimmed(fake, device, anot
         g = memplan.graphs.GraphedStep("compact", plus_one(f), capture_after=2, device=dev,
                                        compact=compact)
         x = f.Tensor(3 * MiB, 0)
-        run(g, x, 8)
+        loop(g, x, 8)
         memplan.graphs.trim(dev)
         return memplan.stats(dev)["pool_mapped_bytes"], g.stats["recaptures"]
 
@@ -65,7 +51,7 @@ def test_no_recapture_while_the_caller_keeps_its_outputs(fake, device):
     g = memplan.graphs.GraphedStep("kept", plus_one(fake), capture_after=2, device=device)
     x = fake.Tensor(1 * MiB, 0)
     kept = []
-    seen = run(g, x, 8, keep=kept)
+    seen = loop(g, x, 8, keep=kept)
     assert [p for p, _, _ in seen] == ["eager"] * 4 + ["captured"] + ["graph"] * 3
     assert g.stats["recaptures"] == 0 and g.stats["recaptures_dropped"] == 0
 
@@ -74,7 +60,7 @@ def test_compact_false_never_recaptures(fake, device):
     g = memplan.graphs.GraphedStep("plain", plus_one(fake), capture_after=2, device=device,
                                    compact=False)
     x = fake.Tensor(1 * MiB, 0)
-    seen = run(g, x, 8)
+    seen = loop(g, x, 8)
     assert [p for p, _, _ in seen] == ["eager"] * 4 + ["captured"] + ["graph"] * 3
     assert len({ptr for _, ptr, _ in seen[4:]}) == 1
     assert g.stats["recaptures"] == 0 and g.stats["recaptures_dropped"] == 0
@@ -115,7 +101,7 @@ def test_a_recapture_that_breaks_leaves_each_call_right(fake, device):
     g = memplan.graphs.GraphedStep("breaks", odd_under_the_recapture, capture_after=2,
                                    device=device)
     x = fake.Tensor(1 * MiB, 0)
-    seen = run(g, x, 10)
+    seen = loop(g, x, 10)
     assert [v for _, _, v in seen] == [10 * i + 1 for i in range(10)]
     # Call 6's recapture recorded a branch, which moved the plans: its graph and the old one
     # are dropped and the call runs eagerly; the key counts eager replays again (calls 6 and 7),

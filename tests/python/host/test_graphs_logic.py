@@ -8,18 +8,14 @@ import pytest
 
 import memplan
 import memplan.graphs
-from fake_torch import KiB, plus_one
+from fake_torch import KiB, loop, plus_one
 
 
 def test_captures_after_stable_replays_and_launches_the_graph(fake, device):
     g = memplan.graphs.GraphedStep("plus", plus_one(fake), capture_after=2, device=device)
     x = fake.Tensor(4 * KiB, 10)
-    paths, values = [], []
-    for i in range(7):
-        x.value = 10 * i
-        out = g(x)
-        paths.append(g.last_path)
-        values.append(out.value)
+    seen = loop(g, x, 7)
+    paths, values = [p for p, _, _ in seen], [v for _, _, v in seen]
     # Call 4 captures as step "plus:graph", which records (the graph is dropped, the call runs
     # eagerly); call 5 captures again and replays: the graph is kept. Call 6 captures once more
     # (compaction: the output call 5 held during the capture is gone) and launches that graph.
@@ -47,12 +43,8 @@ def test_a_settle_that_finds_no_memory_is_counted_and_the_capture_goes_on(fake, 
     g = memplan.graphs.GraphedStep("plus", plus_one(fake), capture_after=2, device=device,
                                    compact=False)
     x = fake.Tensor(4 * KiB, 10)
-    paths, values = [], []
-    for i in range(7):
-        x.value = 10 * i
-        out = g(x)
-        paths.append(g.last_path)
-        values.append(out.value)
+    seen = loop(g, x, 7)
+    paths, values = [p for p, _, _ in seen], [v for _, _, v in seen]
     # Call 4's capture records (its graph dropped), call 5's replays: one settle before each.
     assert paths == ["eager"] * 4 + ["captured", "graph", "graph"]
     assert values == [10 * i + 1 for i in range(7)]
