@@ -96,10 +96,14 @@ __device__ long long g_flash_timeline[kTimelineCtas][8];
 
 // How consumers overlap softmax with the matrix products, in every set-up:
 //   pipelined: S of tile t and P V of tile t - 1 go to the tensor cores together, so the softmax
-//     of tile t overlaps P V;
+//     of tile t overlaps P V (the wait for P V is pinned below the softmax: wgmma_wait_after);
 //   ping-pong: the two groups take turns to issue their products, so one group's softmax runs
 //     while the other's products occupy the tensor cores (with one ring each, for as many steps
 //     as the longer list needs: the group with fewer tiles only takes and passes its turns).
+// The softmax keeps a stale row max (wgmma_tile.cuh: kStaleMaxLog2), so a warp rescales its
+// output only in the tiles where one of its rows' max grew past the kept one by 2^8: the
+// instructions saved count because the H200 runs this kernel at its power limit (690 W of 700,
+// SM clock 1.56-1.67 GHz of 1.98, 2026-12-03), where fewer instructions buy a higher clock.
 // The producer warpgroup keeps kProducerRegisters registers a thread and hands the rest to the
 // consumers (setmaxnreg), each consumer thread getting kConsumerRegisters.
 // A set-up (the Setup of TmaConfig) names:
@@ -137,7 +141,9 @@ struct TmaConfig : Setup {
   static constexpr int kBarrierOffset = kRingOffset + kRingBytes * kRings;
   // Then each ring's first visit (an int; rotated visits, at the top of the file).
   static constexpr int kFirstVisitOffset = kBarrierOffset + 8 * kBarriersPerRing * kRings;
-  static constexpr int kSmemBytes = kFirstVisitOffset + 4 * kRings;
+  // Then the word the never-run store of wgmma_wait_after would write (wgmma.cuh).
+  static constexpr int kScratchOffset = kFirstVisitOffset + 4 * kRings;
+  static constexpr int kSmemBytes = kScratchOffset + 4;
   static_assert(kKeys == 64 || kKeys == 128 || kKeys == 192, "key tiles of 1-3 64-token blocks");
   static_assert(kRings <= kProducerThreads / 32, "one producer warp per ring");
   static_assert(kSmemBytes <= 227 * 1024, "the shared memory of one CTA an SM holds");
@@ -404,7 +410,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     pass_turn();
     wgmma_wait<0>();
     release(k_empty(ring, k_stage(0)));
-    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
+    softmax_step<kKeys, true>(s, m, l, correction, valid, scale_log2, lane);
     pack_p<kKeys>(a, s);
     if (tid == 0) MEMPLAN_TIMELINE(3, clock64());
   }
@@ -421,10 +427,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     pass_turn();
     wgmma_wait<1>();  // S of tile t: its K stage is free
     release(k_empty(ring, k_stage(t)));
-    softmax_step<kKeys>(s, m, l, correction, valid, scale_log2, lane);
-    wgmma_wait<0>();  // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free
+    softmax_step<kKeys, true>(s, m, l, correction, valid, scale_log2, lane);
+    // P V of tile t - 1: O holds tiles up to t - 1, its V stage is free. The wait stays below
+    // the softmax, which the row sums l depend on.
+    wgmma_wait_after<0>(l[0] + l[1], s_base + Cfg::kScratchOffset);
     release(v_empty(ring, v_stage(t - 1)));
-    rescale(o, correction);
+    if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
+      rescale(o, correction);  // a row of the warp has a new max (rare: kStaleMaxLog2)
+    }
     pack_p<kKeys>(a, s);
   }
   if (tiles > 0) {

@@ -31,6 +31,21 @@ template <int Pending>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 }
+// wgmma_wait<Pending>, kept below the instructions that computed `value`. ptxas moves a
+// wgmma.wait_group up to the top of its basic block: a wait for products issued before a softmax
+// then lands above the softmax, which no longer overlaps them (flash_tma.cu on the H200,
+// 2026-12-03: all 96 exponentials of a 192-key tile sat after the wait for P V). A shared store
+// of `value` ahead of the wait, predicated on `value` being -1, keeps the wait below: callers pass
+// a sum of exponentials, which is never -1 (NaN compares unequal too), so the store never runs.
+// `scratch` is the shared word it would write.
+template <int Pending>
+__device__ __forceinline__ void wgmma_wait_after(float value, std::uint32_t scratch) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.eq.f32 p, %0, 0fBF800000;\n@p st.shared.f32 [%1], %0;\n}\n"
+      "wgmma.wait_group.sync.aligned %2;\n" ::"f"(value),
+      "r"(scratch), "n"(Pending)
+      : "memory");
+}
 // Orders this thread's generic-proxy shared-memory writes (cp.async included) before later
 // async-proxy reads (wgmma operands); a barrier after it publishes them to the warpgroup.
 __device__ __forceinline__ void fence_proxy_async() {

@@ -39,12 +39,18 @@ __device__ __forceinline__ int keys_in_block(std::int64_t token0, std::int64_t t
   return token0 + 64 > tokens ? static_cast<int>(tokens - token0) : 64;
 }
 
+// With a stale max (softmax_step's kStaleMax), a row keeps its max while a tile's own stays within
+// 2^kStaleMaxLog2 of it (in exp2's units): P may then reach 2^8, which bf16 holds with the same
+// relative precision and the fp32 sums with room to spare, and the output needs no rescale for
+// that tile (correction exactly 1). It moves only when a tile's max passes the kept one by more.
+inline constexpr float kStaleMaxLog2 = 8.0f;
+
 // Masks the keys that do not exist (valid[b]: keys of the tile's block b, 64 but for the last,
 // partial block; 0 for a block slot past the end of the list) and runs the online softmax on S:
-// s becomes P (exp2 of the scaled scores minus the new row max), m and l are updated, and
+// s becomes P (exp2 of the scaled scores minus the row max), m and l are updated, and
 // `correction` is the factor the output accumulated so far must be scaled by. The four lanes of
-// a quad share a row.
-template <int KEYS>
+// a quad share a row. kStaleMax: the row max moves only past kStaleMaxLog2 (above).
+template <int KEYS, bool kStaleMax = false>
 __device__ __forceinline__ void softmax_step(float (&s)[KEYS / 2], float (&m)[2], float (&l)[2],
                                              float (&correction)[2], const int (&valid)[KEYS / 64],
                                              float scale_log2, int lane) {
@@ -67,9 +73,10 @@ __device__ __forceinline__ void softmax_step(float (&s)[KEYS / 2], float (&m)[2]
     }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m[hr], mx * scale_log2);
+    float m_new = fmaxf(m[hr], mx * scale_log2);
+    if (kStaleMax && m_new <= m[hr] + kStaleMaxLog2) m_new = m[hr];
     const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // all masked so far: exp2 -> 0
-    correction[hr] = fast_exp2(m[hr] - m_use);
+    correction[hr] = kStaleMax && m_new == m[hr] ? 1.0f : fast_exp2(m[hr] - m_use);
     m[hr] = m_new;
     float sum = 0.0f;
 #pragma unroll
