@@ -113,9 +113,9 @@ TEST_P(FlashForward, SparseListMatchesReference) {
 
 // Scores that grow along the keys: key block j's K rows scaled by 1 + 0.9 j, the last block's by
 // 3 more, so a row's running max rises by about 3 (log2 units) a block and past its old value by
-// more than 8 every few blocks, once by a wide jump. The Hopper kernels keep a row's max while a
-// tile's stays within 2^8 of it and rescale O only past that (wgmma_tile.cuh): random inputs never
-// get there, these do, at every tile.
+// more than 8 every few blocks, once by a wide jump. The TMA kernel keeps a row's max while a
+// tile's stays within 2^8 of it and rescales O only past that (wgmma_tile.cuh): random inputs
+// never get there, these do, every few tiles. Every path runs it.
 TEST_P(FlashForward, DenseWithScoresGrowingAlongTheKeysMatchesReference) {
   MEMPLAN_SKIP_WITHOUT_GPU();
   const ScopedKernel kernel(GetParam().kernel);
