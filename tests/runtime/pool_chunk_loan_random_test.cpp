@@ -37,6 +37,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include <fmt/core.h>
+
 #include "memplan/arena/forwarding_backend.hpp"
 #include "step_program.hpp"
 
@@ -1408,14 +1410,11 @@ TEST(PoolChunkLoanRandom, UnderAMemoryBudgetNoBufferIsOverwritten) {
     EXPECT_LE(run.counts().model_peak, budget) << "chunks alive past the budget";
     shared.add(run.counts());
   }
-  std::printf(
-      "under a budget: %llu steps, %llu with a loan, %llu loans taken, %llu refusals, %llu steps "
-      "with no plan\n",
-      static_cast<unsigned long long>(shared.steps),
-      static_cast<unsigned long long>(shared.steps_with_loan),
-      static_cast<unsigned long long>(shared.loans_taken),
-      static_cast<unsigned long long>(shared.out_of_memory),
-      static_cast<unsigned long long>(shared.no_plan));
+  fmt::print(
+      "under a budget: {} steps, {} with a loan, {} loans taken, {} refusals, {} steps with no "
+      "plan\n",
+      shared.steps, shared.steps_with_loan, shared.loans_taken, shared.out_of_memory,
+      shared.no_plan);
   EXPECT_GT(shared.out_of_memory, 0u);
   EXPECT_GT(shared.steps_with_loan, 0u);
 }
@@ -1437,15 +1436,11 @@ TEST(PoolChunkLoanRandom, BackendFailuresAtAnyCallLeaveNoBufferOverwrittenNorChu
     ASSERT_FALSE(run.failed()) << "seed " << run_seed;
     shared.add(run.counts());
   }
-  std::printf(
-      "backend failing now and then: %llu steps, %llu refused calls (%llu of them settle), %llu "
-      "with a loan, %llu window moves, %llu aborted\n",
-      static_cast<unsigned long long>(shared.steps),
-      static_cast<unsigned long long>(shared.out_of_memory),
-      static_cast<unsigned long long>(shared.settles_refused),
-      static_cast<unsigned long long>(shared.steps_with_loan),
-      static_cast<unsigned long long>(shared.window_moves),
-      static_cast<unsigned long long>(shared.aborted));
+  fmt::print(
+      "backend failing now and then: {} steps, {} refused calls ({} of them settle), {} with a "
+      "loan, {} window moves, {} aborted\n",
+      shared.steps, shared.out_of_memory, shared.settles_refused, shared.steps_with_loan,
+      shared.window_moves, shared.aborted);
   EXPECT_GT(shared.out_of_memory, shared.steps / 50);
   EXPECT_GT(shared.steps_with_loan, 0u);
   EXPECT_GT(shared.settle_moves, 0u);
