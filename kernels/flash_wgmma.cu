@@ -199,8 +199,12 @@ __global__ void __launch_bounds__(Cfg::kThreads)
 #pragma unroll
     for (int t = -(kStages - 1); t < 0; ++t) load_group(t);
 
-    // Step t issues S of block t and then P V of block t-1, so the softmax of block t runs
-    // while the tensor cores do P V of block t-1.
+    // Step t issues S of block t and then P V of block t-1, so that the softmax of block t could
+    // run while the tensor cores do P V of block t-1. In the machine code it does not: ptxas
+    // hoists the wait for P V above the softmax (nvcc 13.0). Pinning it below, as flash_tma.cu
+    // does (wgmma_wait_after), with a stale row max, made this kernel no faster (H200,
+    // 2026-12-04); likely, not measured: the CTA's other warpgroup keeps the tensor cores busy
+    // during this one's softmax.
     std::uint32_t a[4][4];  // P of the previous block
     if (count > 0) {
       float s[32];

@@ -179,13 +179,14 @@ INSTANTIATE_TEST_SUITE_P(
     case_name);
 
 // The wgmma kernel with its cp.async ring (the default before the TMA kernel), on the head_dim
-// 128 shapes it was tested on as the default, and a one-block sequence.
-INSTANTIATE_TEST_SUITE_P(Wgmma, FlashForward,
-                         ::testing::Values(FlashCase{{1, 37, 2, 128}, "wgmma"},
-                                           FlashCase{{2, 300, 2, 128}, "wgmma"},
-                                           FlashCase{{1, 129, 1, 128}, "wgmma"},
-                                           FlashCase{{1, 640, 2, 128}, "wgmma"}),
-                         case_name);
+// 128 shapes it was tested on as the default, a one-block sequence, a batch of 3 and 24 blocks
+// (its dense 4-stage ring wraps six times).
+INSTANTIATE_TEST_SUITE_P(
+    Wgmma, FlashForward,
+    ::testing::Values(FlashCase{{1, 37, 2, 128}, "wgmma"}, FlashCase{{2, 300, 2, 128}, "wgmma"},
+                      FlashCase{{1, 129, 1, 128}, "wgmma"}, FlashCase{{1, 640, 2, 128}, "wgmma"},
+                      FlashCase{{3, 450, 2, 128}, "wgmma"}, FlashCase{{1, 1500, 2, 128}, "wgmma"}),
+    case_name);
 
 }  // namespace
 }  // namespace memplan::attention::test

@@ -8,6 +8,9 @@ beside the group's own P V, although the source said it did (docs/attention.md).
 flash_tma.cu's object file and checks, for each flash_tma_kernel, that the loop's wait for zero
 pending wgmma groups comes after at least KEYS / 2 MUFU instructions (a thread's exponentials of
 a KEYS-key tile) counted from the loop's wait for one pending group (S of the tile).
+flash_wgmma.cu's dense loop (the path without tensor maps) has the same hoisted wait and is not
+checked: pinning its wait below the softmax, with the stale max, made it no faster (H200,
+2026-12-04, four alternated rounds: 0-1.5 % slower on average).
 
 No disassembler is needed (CI's toolkit has none): instructions are 16 bytes, and the opcode
 classes read here are those of CUDA 13.0's sm_90a SASS as cuobjdump prints them (checked against
